@@ -1,0 +1,336 @@
+#include "cli/monitor.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "cli/target.h"
+#include "core/aggregator.h"
+#include "core/event_loop.h"
+#include "sinks/sink.h"
+#include "sources/files/proc_events.h"
+#include "sources/files/process_tree.h"
+#include "sources/files/system_sources.h"
+
+namespace pm {
+namespace {
+
+struct SourceEntry {
+  const char* name;
+  bool Config::*enabled;
+  Result<std::unique_ptr<Source>> (*make)(const FsRoots&);
+  bool slow;  // read on the file_poll rhythm instead of every interval
+  const char* what;
+};
+
+const SourceEntry kFileSources[] = {
+    {"cpu", &Config::cpu, make_cpu_source, false, "CPU time by mode per CPU, switches, forks, load (/proc/stat, /proc/loadavg)"},
+    {"memory", &Config::memory, make_memory_source, false, "memory used/cached/anon/swap, faults, swapping (/proc/meminfo, /proc/vmstat)"},
+    {"pressure", &Config::pressure, make_pressure_source, false, "pressure stall information for cpu, io, memory (/proc/pressure)"},
+    {"numa", &Config::numa, make_numa_source, true, "memory per NUMA node (/sys/devices/system/node)"},
+    {"thermal", &Config::thermal, make_thermal_source, true, "thermal zones and trip points (/sys/class/thermal)"},
+};
+
+void print_error(const std::string& msg) { fmt::print(stderr, "perf-monitor: {}\n", msg); }
+
+class Monitor {
+ public:
+  Monitor(const Config& config, const Target& target) : cfg_(config), target_(target) {}
+
+  int run() {
+    auto loop = EventLoop::create();
+    if (!loop) return fail(loop.error().message);
+    loop_ = std::move(*loop);
+    if (int rc = open_output(); rc != 0) return rc;
+    build_sources();
+    sink_->unavailable(unavailable_);
+
+    sigset_t original;
+    ::sigprocmask(SIG_BLOCK, nullptr, &original);
+    auto st = loop_->watch_signals({SIGINT, SIGTERM, SIGCHLD}, [this](const signalfd_siginfo& si) { on_signal(si); });
+    if (!st) return fail(st.error().message);
+
+    if (target_.mode == Mode::kRun) {
+      if (int rc = start_command(original); rc >= 0) return rc;
+    } else if (target_.mode == Mode::kAttach) {
+      if (int rc = attach(); rc >= 0) return rc;
+    } else {
+      baseline();
+    }
+    if (int rc = start_timers(); rc != 0) return rc;
+
+    if (auto r = loop_->run(); !r) return fail(r.error().message);
+    return finish();
+  }
+
+ private:
+  int fail(const std::string& msg) {
+    print_error(msg);
+    return kExitFailure;
+  }
+
+  int open_output() {
+    if (cfg_.output_path.empty()) {
+      out_ = stdout;
+    } else {
+      out_ = std::fopen(cfg_.output_path.c_str(), "we");
+      if (out_ == nullptr) {
+        print_error(fmt::format("cannot write --output {}: {}", cfg_.output_path, std::strerror(errno)));
+        return kExitUsage;
+      }
+      owned_out_.reset(out_);
+    }
+    sink_ = cfg_.format == OutputFormat::kJson ? make_json_sink(out_) : make_text_sink(out_);
+    return 0;
+  }
+
+  void build_sources() {
+    FsRoots roots;
+    for (const SourceEntry& e : kFileSources) {
+      if (!(cfg_.*e.enabled)) continue;  // disabled: never opened
+      auto src = e.make(roots);
+      if (!src) {
+        unavailable_.push_back({e.name, src.error().message});
+        continue;
+      }
+      for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
+      (e.slow ? slow_ : fast_).push_back(std::move(*src));
+    }
+  }
+
+  // Counters start here; then every source is read at its rhythm.
+  void baseline() {
+    Samples s, slow;
+    for (auto& src : fast_) src->collect(s);
+    if (tree_) tree_->collect(s);
+    for (auto& src : slow_) src->collect(slow);
+    auto now = MonoClock::now();
+    agg_.observe_baseline(s, now);
+    agg_.observe(slow, now);  // slowly changing gauges are not read again for a while
+  }
+
+  void open_proc_events() {
+    auto ev = ProcEvents::open();
+    if (!ev) {
+      unavailable_.push_back({"proc_events", ev.error().message + " (children are found by /proc walks only)"});
+      sink_->unavailable({unavailable_.back()});
+      return;
+    }
+    events_.emplace(std::move(*ev));
+    auto st = loop_->add_fd(events_->fd(), [this] {
+      events_->drain({[this](int ptgid, int cpid, int ctgid) { tree_->on_fork(ptgid, cpid, ctgid); },
+                      [this](int pid, int tgid) {
+                        if (pid == tgid) tree_->on_exit(pid);
+                      }});
+    });
+    if (!st) events_.reset();
+  }
+
+  // Returns an exit status when the command could not start, -1 when it runs.
+  int start_command(const sigset_t& original) {
+    // Orphaned descendants are reparented to us, so we read their final figures before reaping.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    tree_ = std::make_unique<ProcessTree>();
+    open_proc_events();
+    auto child = HeldChild::spawn(target_.command, original);
+    if (!child) return fail(child.error().message);
+    root_ = child->pid();
+    tree_->add_root(root_);
+    info_.pid = root_;
+    baseline();
+    if (auto st = child->release(); !st) {
+      int status = 0;
+      ::waitpid(root_, &status, 0);
+      print_error(fmt::format("cannot execute '{}': {}", target_.command[0],
+                              st.error().message.substr(st.error().message.find(": ") + 2)));
+      return st.error().code == Errc::kNotFound ? kExitNotFound : kExitCannotExecute;
+    }
+    return -1;
+  }
+
+  int attach() {
+    root_ = target_.pid;
+    auto pidfd = open_pidfd(root_);
+    tree_ = std::make_unique<ProcessTree>();
+    if (!pidfd || !tree_->add_root(root_)) {
+      print_error(fmt::format("no process with PID {}: check the PID (ps -e) and try again", root_));
+      return kExitUsage;
+    }
+    pidfd_ = std::move(*pidfd);
+    info_.pid = root_;
+    open_proc_events();
+    auto st = loop_->add_fd(pidfd_.get(), [this] {
+      info_.end_reason = interrupted_ ? "interrupted" : "exited";
+      loop_->stop();
+    });
+    if (!st) return fail(st.error().message);
+    baseline();
+    return -1;
+  }
+
+  int start_timers() {
+    auto add = [&](Duration d, EventLoop::Callback cb) -> bool {
+      auto t = loop_->add_timer(d, std::move(cb));
+      if (!t) print_error(t.error().message);
+      return t.ok();
+    };
+    bool ok = add(cfg_.interval, [this] { tick(); });
+    if (!slow_.empty()) ok = ok && add(cfg_.file_poll, [this] { sample(slow_); });
+    if (tree_) {
+      Duration d = cfg_.tree_interval.value_or(target_.mode == Mode::kRun ? Duration(std::chrono::milliseconds(100))
+                                                                          : cfg_.interval);
+      ok = ok && add(d, [this] { sample_tree(); });
+    }
+    if (cfg_.duration) ok = ok && add(*cfg_.duration, [this] { on_duration(); });
+    return ok ? 0 : kExitFailure;
+  }
+
+  void sample(std::vector<std::unique_ptr<Source>>& sources) {
+    samples_.clear();
+    for (auto& src : sources) src->collect(samples_);
+    agg_.observe(samples_, MonoClock::now());
+  }
+
+  void sample_tree() {
+    samples_.clear();
+    tree_->collect(samples_);
+    agg_.observe(samples_, MonoClock::now());
+  }
+
+  void tick() {
+    sample(fast_);
+    // The tree is read on its own rhythm; when that is the interval, read it here in step.
+    sink_->interval(agg_.close_interval(MonoClock::now()));
+  }
+
+  void on_duration() {
+    if (target_.mode == Mode::kRun && !root_exited_) {
+      // Like timeout(1): ask the command to end, and report when it has.
+      ::kill(root_, SIGTERM);
+      duration_expired_ = true;
+      return;
+    }
+    info_.end_reason = "duration";
+    loop_->stop();
+  }
+
+  void on_signal(const signalfd_siginfo& si) {
+    int sig = static_cast<int>(si.ssi_signo);
+    if (sig == SIGCHLD) {
+      reap();
+      return;
+    }
+    if (target_.mode == Mode::kRun && !root_exited_ && !interrupted_) {
+      interrupted_ = true;
+      // Ctrl-C at a terminal reaches the command too; a signal sent to us alone is passed on.
+      if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) ::kill(root_, sig);
+      return;
+    }
+    interrupted_ = true;
+    info_.end_reason = "interrupted";
+    loop_->stop();
+  }
+
+  // Reaps our children (the command, and orphans reparented to us) after reading their final
+  // figures while they are zombies.
+  void reap() {
+    for (;;) {
+      siginfo_t si{};
+      if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0) return;
+      int pid = si.si_pid;
+      if (tree_) tree_->on_reaping(pid);
+      int status = 0;
+      if (::waitpid(pid, &status, 0) != pid) return;
+      if (pid == root_) {
+        root_exited_ = true;
+        if (WIFSIGNALED(status)) {
+          info_.signal = WTERMSIG(status);
+          info_.exit_code = 128 + WTERMSIG(status);
+        } else {
+          info_.exit_code = WEXITSTATUS(status);
+        }
+        info_.end_reason = duration_expired_ ? "duration" : interrupted_ ? "interrupted" : "exited";
+        loop_->stop();
+      }
+    }
+  }
+
+  int finish() {
+    // Drain notifications and take a last reading so the summary holds everything until now.
+    if (events_) {
+      events_->drain({[this](int ptgid, int cpid, int ctgid) { tree_->on_fork(ptgid, cpid, ctgid); }, nullptr});
+      info_.proc_event_overruns = events_->overruns();
+    }
+    samples_.clear();
+    for (auto& src : fast_) src->collect(samples_);
+    for (auto& src : slow_) src->collect(samples_);
+    if (tree_) tree_->collect(samples_);
+    auto now = MonoClock::now();
+    agg_.observe(samples_, now);
+    info_.mode = target_.mode == Mode::kRun ? "run" : target_.mode == Mode::kAttach ? "attach" : "system";
+    info_.command = target_.command;
+    info_.missed_ticks = loop_->missed_ticks();
+    if (info_.end_reason.empty()) info_.end_reason = "interrupted";
+    sink_->summary(agg_.summary(now), info_, unavailable_);
+    if (target_.mode == Mode::kRun) return info_.exit_code.value_or(kExitFailure);
+    return 0;
+  }
+
+  const Config& cfg_;
+  const Target& target_;
+  std::unique_ptr<EventLoop> loop_;
+  Aggregator agg_;
+  std::vector<std::unique_ptr<Source>> fast_, slow_;
+  std::unique_ptr<ProcessTree> tree_;
+  std::optional<ProcEvents> events_;
+  std::vector<Unavailable> unavailable_;
+  std::FILE* out_ = nullptr;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> owned_out_{nullptr, std::fclose};
+  std::unique_ptr<Sink> sink_;
+  Samples samples_;
+  RunInfo info_;
+  UniqueFd pidfd_;
+  int root_ = 0;
+  bool root_exited_ = false;
+  bool interrupted_ = false;
+  bool duration_expired_ = false;
+};
+
+}  // namespace
+
+int run_monitor(const Config& config, const Target& target) { return Monitor(config, target).run(); }
+
+int list_sources(const Config& config) {
+  FsRoots roots;
+  fmt::print("{:<14} {:<14} {}\n", "SOURCE", "STATUS", "WHAT / WHY NOT");
+  for (const SourceEntry& e : kFileSources) {
+    if (!(config.*e.enabled)) {
+      fmt::print("{:<14} {:<14} {}\n", e.name, "disabled", "off in the configuration");
+      continue;
+    }
+    auto src = e.make(roots);
+    fmt::print("{:<14} {:<14} {}\n", e.name, src ? "available" : "unavailable", src ? e.what : src.error().message);
+  }
+  auto tree_ok = ProcessTree().add_root(::getpid());
+  fmt::print("{:<14} {:<14} {}\n", "process_tree", tree_ok ? "available" : "unavailable",
+             "run/attach: CPU, faults, I/O, switches, memory of a whole process tree (/proc/PID/*)");
+  auto ev = ProcEvents::open();
+  fmt::print("{:<14} {:<14} {}\n", "proc_events", ev ? "available" : "unavailable",
+             ev ? "run/attach: instant discovery of forked children (netlink proc connector)"
+                : ev.error().message + " (children are found by /proc walks only)");
+  for (const char* later : {"pmc", "scheduler", "block_io"}) {
+    fmt::print("{:<14} {:<14} {}\n", later, "unavailable", "not built into this version of perf-monitor yet");
+  }
+  return 0;
+}
+
+}  // namespace pm

@@ -1,0 +1,131 @@
+#include "cli/options.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "core/duration.h"
+#include "core/version.h"
+
+namespace pm {
+namespace {
+
+constexpr const char* kExamples = R"(
+Examples:
+  perf-monitor                              live system-wide monitor, one block per second
+  perf-monitor --interval 5s --duration 1m  a block every 5 s for one minute, then a summary
+  perf-monitor run -- make -j2              profile a build's whole process tree
+  perf-monitor run --format json -o out.jsonl -- ./app --flag
+                                            JSON Lines, one object per interval and a summary
+  perf-monitor attach --pid 1234            follow a running process tree until it exits
+  perf-monitor list                         which sources work on this host, and why not
+  perf-monitor --config perf-monitor.toml   settings from a file; flags override it
+
+Exit status: the command's own in `run` (128+N when killed by signal N), 127 when it cannot
+be found, 126 when it cannot be executed, 2 for usage errors, 1 for other failures.
+)";
+
+int usage_error(const std::string& msg) {
+  fmt::print(stderr, "perf-monitor: {}\nTry 'perf-monitor --help' for usage.\n", msg);
+  return 2;
+}
+
+}  // namespace
+
+Invocation parse_command_line(int argc, char** argv) {
+  Invocation inv;
+  CLI::App app{"perf-monitor " PERF_MONITOR_VERSION
+               " - system and process-tree performance monitor for Linux\n\n"
+               "Without a subcommand: live system-wide monitor until Ctrl-C or --duration.",
+               "perf-monitor"};
+  app.footer(kExamples);
+  app.set_version_flag("-V,--version", "perf-monitor " PERF_MONITOR_VERSION);
+  app.require_subcommand(0, 1);
+
+  std::string format, output, interval, duration, config_path, tree_interval;
+  auto add_common = [&](CLI::App* a) {
+    a->add_option("-f,--format", format, "Output format: text (default) or json (JSON Lines)")
+        ->check(CLI::IsMember({"text", "json"}));
+    a->add_option("-o,--output", output, "Write the output to FILE instead of standard output");
+    a->add_option("-i,--interval", interval, "Time between interval reports, e.g. 500ms, 1s, 5s (default 1s)");
+    a->add_option("-d,--duration", duration,
+                  "Stop after this long (in `run`, the command is sent SIGTERM, like timeout(1))");
+    a->add_option("-c,--config", config_path, "TOML configuration file; flags override its settings");
+    a->add_option("--tree-interval", tree_interval,
+                  "How often the process tree is read (default 100ms in run, the interval in attach)");
+  };
+  add_common(&app);
+
+  CLI::App* run = app.add_subcommand("run", "Run CMD and monitor its whole process tree until it exits");
+  add_common(run);
+  std::vector<std::string> command;
+  run->add_option("command", command, "The command and its arguments (after --)")->required();
+  run->positionals_at_end();
+  run->footer("Example: perf-monitor run --format json -- ./app --threads 4");
+
+  CLI::App* attach = app.add_subcommand("attach", "Monitor an already running process tree until it exits");
+  add_common(attach);
+  int pid = 0;
+  attach->add_option("-p,--pid", pid, "PID of the tree's root process")->required()->check(CLI::PositiveNumber);
+
+  CLI::App* list = app.add_subcommand("list", "Show every source and whether it is available here");
+  add_common(list);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    inv.kind = Invocation::Kind::kDone;
+    inv.exit_code = app.exit(e);
+    return inv;
+  } catch (const CLI::CallForAllHelp& e) {
+    inv.kind = Invocation::Kind::kDone;
+    inv.exit_code = app.exit(e);
+    return inv;
+  } catch (const CLI::CallForVersion& e) {
+    inv.kind = Invocation::Kind::kDone;
+    inv.exit_code = app.exit(e);
+    return inv;
+  } catch (const CLI::ParseError& e) {
+    inv.kind = Invocation::Kind::kDone;
+    inv.exit_code = usage_error(e.what());
+    return inv;
+  }
+
+  auto fail = [&](const std::string& msg) {
+    inv.kind = Invocation::Kind::kDone;
+    inv.exit_code = usage_error(msg);
+    return inv;
+  };
+  if (!config_path.empty()) {
+    if (auto st = load_config_file(config_path, inv.config); !st) return fail(st.error().message);
+  }
+  Config& c = inv.config;
+  if (!format.empty()) c.format = format == "json" ? OutputFormat::kJson : OutputFormat::kText;
+  if (!output.empty()) c.output_path = output;
+  auto set_duration = [&](const std::string& text, const char* flag, auto& field) -> bool {
+    if (text.empty()) return true;
+    auto d = parse_duration(text);
+    if (!d) {
+      fail(std::string(flag) + ": " + d.error().message);
+      return false;
+    }
+    field = *d;
+    return true;
+  };
+  if (!set_duration(interval, "--interval", c.interval) || !set_duration(duration, "--duration", c.duration) ||
+      !set_duration(tree_interval, "--tree-interval", c.tree_interval)) {
+    return inv;
+  }
+
+  if (run->parsed()) {
+    inv.target.mode = Mode::kRun;
+    inv.target.command = command;
+  } else if (attach->parsed()) {
+    inv.target.mode = Mode::kAttach;
+    inv.target.pid = pid;
+  } else if (list->parsed()) {
+    inv.kind = Invocation::Kind::kList;
+  }
+  return inv;
+}
+
+}  // namespace pm

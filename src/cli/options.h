@@ -1,0 +1,21 @@
+// The command line: subcommands, flags and the configuration file, merged into a Config.
+#pragma once
+
+#include <string>
+
+#include "cli/monitor.h"
+#include "core/config.h"
+
+namespace pm {
+
+struct Invocation {
+  enum class Kind { kMonitor, kList, kDone } kind = Kind::kMonitor;
+  Config config;
+  Target target;
+  int exit_code = 0;  // kDone: --help or --version was printed, or a usage error
+};
+
+// Parses argv; prints help, version and usage errors itself (usage errors exit 2).
+Invocation parse_command_line(int argc, char** argv);
+
+}  // namespace pm

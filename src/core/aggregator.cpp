@@ -1,0 +1,178 @@
+#include "core/aggregator.h"
+
+#include <algorithm>
+
+namespace pm {
+
+std::string_view unit_name(Unit u) {
+  switch (u) {
+    case Unit::kBytes: return "bytes";
+    case Unit::kSeconds: return "seconds";
+    case Unit::kJoules: return "joules";
+    case Unit::kCelsius: return "celsius";
+    case Unit::kPercent: return "percent";
+    case Unit::kNone: break;
+  }
+  return "";
+}
+
+Aggregator::Aggregator() = default;
+
+std::string Aggregator::key_of(const MetricDesc* d, const Labels& labels) {
+  std::string key(reinterpret_cast<const char*>(&d), sizeof d);
+  for (const auto& [k, v] : labels) {
+    key += k;
+    key += '\x1f';
+    key += v;
+    key += '\x1e';
+  }
+  return key;
+}
+
+Aggregator::Series& Aggregator::series_for(const Sample& s) {
+  std::string key = key_of(s.desc, s.labels);
+  auto [it, inserted] = index_.try_emplace(std::move(key), series_.size());
+  if (inserted) {
+    Series n{s.desc, s.labels};
+    n.first = n.last = n.at_close = s.value;
+    n.run_min = n.run_max = s.value;
+    n.first_buckets = n.last_buckets = n.close_buckets = s.buckets;
+    series_.push_back(std::move(n));
+  }
+  return series_[it->second];
+}
+
+void Aggregator::observe_baseline(const Samples& samples, MonoClock::time_point now) {
+  start(now);
+  for (const Sample& s : samples) {
+    if (s.desc->kind != MetricKind::kGauge) series_for(s);
+  }
+}
+
+void Aggregator::start(MonoClock::time_point now) {
+  if (started_) return;
+  started_ = true;
+  start_mono_ = last_close_ = now;
+  start_wall_ = WallClock::now();
+}
+
+void Aggregator::observe(const Samples& samples, MonoClock::time_point now) {
+  start(now);
+  for (const Sample& s : samples) {
+    Series& ser = series_for(s);
+    if (ser.desc->kind == MetricKind::kCounter && s.value < ser.last) {
+      // A counter that went backwards was reset (wrapped or restarted): keep what it had counted.
+      double lost = ser.last - s.value;
+      ser.first -= lost;
+      ser.at_close -= lost;
+    }
+    ser.last = s.value;
+    if (!s.buckets.empty()) ser.last_buckets = s.buckets;
+    ser.run_min = std::min(ser.run_min, s.value);
+    ser.run_max = std::max(ser.run_max, s.value);
+    if (!ser.iv_seen) {
+      ser.iv_min = ser.iv_max = s.value;
+      ser.iv_seen = true;
+    } else {
+      ser.iv_min = std::min(ser.iv_min, s.value);
+      ser.iv_max = std::max(ser.iv_max, s.value);
+    }
+  }
+}
+
+namespace {
+
+bool labels_subset(const Labels& small, const Labels& big) {
+  return std::all_of(small.begin(), small.end(), [&](const auto& kv) {
+    return std::find(big.begin(), big.end(), kv) != big.end();
+  });
+}
+
+std::vector<uint64_t> bucket_delta(const std::vector<uint64_t>& now, const std::vector<uint64_t>& then) {
+  std::vector<uint64_t> d(now.size());
+  for (size_t i = 0; i < now.size(); ++i) {
+    uint64_t before = i < then.size() ? then[i] : 0;
+    d[i] = now[i] >= before ? now[i] - before : now[i];
+  }
+  return d;
+}
+
+}  // namespace
+
+template <typename Delta>
+std::vector<Aggregator::RatioValue> Aggregator::derive_ratios(Delta delta) const {
+  std::vector<RatioValue> out;
+  for (const RatioRule& rule : ratios_) {
+    for (const Series& num : series_) {
+      if (num.desc != rule.numerator) continue;
+      for (const Series& den : series_) {
+        if (den.desc != rule.denominator || !labels_subset(den.labels, num.labels)) continue;
+        double d = delta(den);
+        if (d > 0) out.push_back({rule.out, &num, rule.scale * delta(num) / d});
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {
+  IntervalRecord rec;
+  rec.timestamp = WallClock::now();
+  rec.seconds = std::chrono::duration<double>(now - last_close_).count();
+  rec.values.reserve(series_.size());
+  for (Series& s : series_) {
+    IntervalValue v{s.desc, &s.labels};
+    switch (s.desc->kind) {
+      case MetricKind::kCounter:
+        v.value = s.last - s.at_close;
+        v.rate = rec.seconds > 0 ? v.value / rec.seconds : 0;
+        break;
+      case MetricKind::kGauge:
+        v.value = s.last;
+        v.min = s.iv_seen ? s.iv_min : s.last;
+        v.max = s.iv_seen ? s.iv_max : s.last;
+        break;
+      case MetricKind::kHistogram:
+        v.value = s.last - s.at_close;
+        v.buckets = bucket_delta(s.last_buckets, s.close_buckets);
+        break;
+    }
+    rec.values.push_back(std::move(v));
+  }
+  for (const RatioValue& r : derive_ratios([](const Series& s) { return s.last - s.at_close; })) {
+    IntervalValue v{r.out, &r.numerator->labels};
+    v.value = v.min = v.max = r.value;
+    rec.values.push_back(std::move(v));
+  }
+  for (Series& s : series_) {
+    s.at_close = s.last;
+    s.close_buckets = s.last_buckets;
+    s.iv_seen = false;
+  }
+  last_close_ = now;
+  return rec;
+}
+
+SummaryRecord Aggregator::summary(MonoClock::time_point now) const {
+  SummaryRecord rec;
+  rec.start = start_wall_;
+  rec.end = WallClock::now();
+  rec.seconds = started_ ? std::chrono::duration<double>(now - start_mono_).count() : 0;
+  for (const Series& s : series_) {
+    SummaryValue v{s.desc, &s.labels};
+    v.value = s.desc->kind == MetricKind::kGauge ? s.last : s.last - s.first;
+    v.min = s.run_min;
+    v.max = s.run_max;
+    if (s.desc->kind == MetricKind::kHistogram) v.buckets = bucket_delta(s.last_buckets, s.first_buckets);
+    rec.values.push_back(std::move(v));
+  }
+  for (const RatioValue& r : derive_ratios([](const Series& s) { return s.last - s.first; })) {
+    SummaryValue v{r.out, &r.numerator->labels};
+    v.value = v.min = v.max = r.value;
+    rec.values.push_back(std::move(v));
+  }
+  return rec;
+}
+
+}  // namespace pm

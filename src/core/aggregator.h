@@ -1,0 +1,90 @@
+// Turns the running totals and current values that sources report into what sinks print: per
+// interval deltas, rates and gauge min/max; over the whole run counter totals and gauge extrema;
+// and derived ratios. This is the only place such arithmetic happens.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/metric.h"
+
+namespace pm {
+
+using WallClock = std::chrono::system_clock;
+using MonoClock = std::chrono::steady_clock;
+
+struct IntervalValue {
+  const MetricDesc* desc = nullptr;
+  const Labels* labels = nullptr;  // points into the aggregator; valid until the next call
+  double value = 0;  // gauge: latest; counter: delta over the interval; ratio: its value
+  double rate = 0;   // counter: delta per second
+  double min = 0, max = 0;        // gauge: extrema of the observations in the interval
+  std::vector<uint64_t> buckets;  // histogram: counts added in the interval
+};
+
+struct IntervalRecord {
+  WallClock::time_point timestamp;
+  double seconds = 0;  // length of the interval
+  std::vector<IntervalValue> values;
+};
+
+struct SummaryValue {
+  const MetricDesc* desc = nullptr;
+  const Labels* labels = nullptr;
+  double value = 0;  // counter: total over the run; gauge: last value; ratio: over the run
+  double min = 0, max = 0;  // gauge: extrema over every observation of the run
+  std::vector<uint64_t> buckets;
+};
+
+struct SummaryRecord {
+  WallClock::time_point start, end;
+  double seconds = 0;
+  std::vector<SummaryValue> values;
+};
+
+class Aggregator {
+ public:
+  Aggregator();
+  void add_ratio(const RatioRule& rule) { ratios_.push_back(rule); }
+
+  // Records one source's samples taken at `now`. Sources may observe at their own rhythm.
+  void observe(const Samples& samples, MonoClock::time_point now);
+  // Records where counters start, before the measured work begins (a held child): gauges are
+  // ignored, so a state before the work does not become a minimum.
+  void observe_baseline(const Samples& samples, MonoClock::time_point now);
+  // Closes the current interval: deltas since the previous close, latest gauges.
+  IntervalRecord close_interval(MonoClock::time_point now);
+  // Totals since each series was first observed, gauge extrema over the run.
+  [[nodiscard]] SummaryRecord summary(MonoClock::time_point now) const;
+
+ private:
+  struct Series {
+    const MetricDesc* desc;
+    Labels labels;
+    double first = 0, last = 0, at_close = 0;  // counters: values at first sight, now, last close
+    double run_min = 0, run_max = 0, iv_min = 0, iv_max = 0;
+    bool iv_seen = false;
+    std::vector<uint64_t> first_buckets, last_buckets, close_buckets;
+  };
+  Series& series_for(const Sample& s);
+  void start(MonoClock::time_point now);
+  static std::string key_of(const MetricDesc* d, const Labels& labels);
+  struct RatioValue {
+    const MetricDesc* out;
+    const Series* numerator;  // the ratio carries the numerator's labels
+    double value;
+  };
+  template <typename Delta>
+  [[nodiscard]] std::vector<RatioValue> derive_ratios(Delta delta) const;
+
+  std::vector<Series> series_;
+  std::unordered_map<std::string, size_t> index_;
+  std::vector<RatioRule> ratios_;
+  MonoClock::time_point start_mono_, last_close_;
+  WallClock::time_point start_wall_;
+  bool started_ = false;
+};
+
+}  // namespace pm

@@ -1,0 +1,47 @@
+// The configuration: built-in defaults, then a TOML file, then command-line flags. Every key has a
+// default; an unknown key is an error that names the file, line and column.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+#include "core/event_loop.h"
+
+namespace pm {
+
+enum class OutputFormat { kText, kJson };
+
+struct ProbeSpec {
+  std::string binary, function;
+};
+
+struct Config {
+  // [output]
+  OutputFormat format = OutputFormat::kText;
+  std::string output_path;                 // empty: standard output
+  Duration interval = std::chrono::seconds(1);
+  std::optional<Duration> duration;        // stop after this long
+  // [process_tree]: how often the target's tree is walked and read. Unset: 100 ms in `run`,
+  // the output interval in `attach`.
+  std::optional<Duration> tree_interval;
+  // [file_poll]: slowly changing files (NUMA nodes, thermal zones) and which file sources run.
+  Duration file_poll = std::chrono::seconds(5);
+  bool cpu = true, memory = true, pressure = true, numa = true, thermal = true;
+  // Sections of sources that plug in later; accepted and validated now.
+  bool pmc_enabled = true;
+  Duration pmc_interval = std::chrono::seconds(1);
+  std::vector<std::string> pmc_events;
+  bool scheduler_enabled = true;
+  bool block_io_enabled = true;
+  std::string prometheus_listen;
+  std::vector<ProbeSpec> probes;
+};
+
+// Applies a TOML document to `config`. `origin` names the file in error messages.
+Status apply_toml(std::string_view text, std::string_view origin, Config& config);
+Status load_config_file(const std::string& path, Config& config);
+
+}  // namespace pm

@@ -1,0 +1,50 @@
+#include "core/file_reader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "core/fd.h"
+
+namespace pm {
+
+Result<std::string_view> FileReader::read(const char* path) {
+  UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  if (!fd) return Error::from_errno(errno, path);
+  size_t len = 0;
+  for (;;) {
+    if (len == buf_.size()) buf_.resize(buf_.size() * 2);
+    ssize_t n = ::read(fd.get(), buf_.data() + len, buf_.size() - len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      // A process that exits while we read its files answers ESRCH: that is "gone", not a fault.
+      return Error::from_errno(errno, path);
+    }
+    if (n == 0) break;
+    len += static_cast<size_t>(n);
+  }
+  return std::string_view(buf_.data(), len);
+}
+
+}  // namespace pm
+
+#include <dirent.h>
+
+#include <memory>
+
+namespace pm {
+
+Result<std::vector<std::string>> list_dir(const std::string& path, std::string_view prefix) {
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(path.c_str()), ::closedir);
+  if (!dir) return Error::from_errno(errno, path);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(dir.get())) {
+    std::string_view n = e->d_name;
+    if (n == "." || n == ".." || n.substr(0, prefix.size()) != prefix) continue;
+    names.emplace_back(n);
+  }
+  return names;
+}
+
+}  // namespace pm

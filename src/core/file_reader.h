@@ -1,0 +1,29 @@
+// Reads small kernel files (procfs, sysfs) into a reused buffer: one open, one or few reads, no
+// allocation once the buffer has grown. A file that vanished reads as Errc::kNotFound.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace pm {
+
+class FileReader {
+ public:
+  // Reads the whole file at path; the view stays valid until the next read.
+  Result<std::string_view> read(const char* path);
+  Result<std::string_view> read(const std::string& path) { return read(path.c_str()); }
+
+ private:
+  std::string buf_ = std::string(4096, '\0');
+};
+
+}  // namespace pm
+
+namespace pm {
+// Names in a directory, without "." and "..", that start with `prefix`. A directory that vanished
+// reads as Errc::kNotFound.
+Result<std::vector<std::string>> list_dir(const std::string& path, std::string_view prefix = {});
+}  // namespace pm

@@ -1,0 +1,54 @@
+// The one metric model. A source describes each metric once (MetricDesc, a static) and reports
+// Samples: running totals for counters, current values for gauges, bucket counts for histograms.
+// Everything derived (deltas, rates, min/max, ratios) is computed by the Aggregator; sinks format.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace pm {
+
+enum class MetricKind { kCounter, kGauge, kHistogram };
+
+// Base units only: bytes, seconds, joules, celsius. kNone is a plain count; kPercent is only used
+// for ratios the core derives.
+enum class Unit { kNone, kBytes, kSeconds, kJoules, kCelsius, kPercent };
+
+struct MetricDesc {
+  std::string_view family;  // JSON section and Prometheus name part, e.g. "memory"
+  std::string_view name;    // within the family, e.g. "used_bytes"
+  MetricKind kind = MetricKind::kGauge;
+  Unit unit = Unit::kNone;
+  std::string_view help;
+  // Key in the run summary when it differs from "<family>_<name>" (the joule-profiler names).
+  std::string_view summary_key = {};
+};
+
+// Label pairs in a fixed order chosen by the source (e.g. cpu, then mode).
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+struct Sample {
+  const MetricDesc* desc = nullptr;
+  Labels labels;
+  double value = 0;               // counter: running total; gauge: current value; histogram: sum
+  std::vector<uint64_t> buckets;  // histogram: running count per log2 bucket (bucket i: < 2^i)
+};
+
+using Samples = std::vector<Sample>;
+
+// A derived ratio: out{labels} = scale * Δnumerator{labels} / Δdenominator{labels restricted}.
+// The denominator's labels must be a subset of the numerator's (cpu time{cpu,mode} over the
+// total{cpu} gives utilisation per cpu and mode).
+struct RatioRule {
+  const MetricDesc* out;
+  const MetricDesc* numerator;
+  const MetricDesc* denominator;
+  double scale = 1;
+};
+
+std::string_view unit_name(Unit u);
+
+}  // namespace pm

@@ -1,0 +1,62 @@
+// Small non-throwing helpers for reading kernel text files: numbers and whitespace fields.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace pm {
+
+inline std::optional<uint64_t> parse_u64(std::string_view s) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+inline std::optional<int64_t> parse_i64(std::string_view s) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+inline std::optional<double> parse_double(std::string_view s) {
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
+  return s;
+}
+
+// Splits off the next whitespace-separated field of `s`; empty when none is left.
+inline std::string_view next_field(std::string_view& s) {
+  size_t b = s.find_first_not_of(" \t\n");
+  if (b == std::string_view::npos) {
+    s = {};
+    return {};
+  }
+  size_t e = s.find_first_of(" \t\n", b);
+  std::string_view field = s.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b);
+  s = e == std::string_view::npos ? std::string_view{} : s.substr(e);
+  return field;
+}
+
+// Calls f(line) for each line of s, without the trailing newline.
+template <typename F>
+void for_each_line(std::string_view s, F&& f) {
+  while (!s.empty()) {
+    size_t nl = s.find('\n');
+    f(s.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    s.remove_prefix(nl + 1);
+  }
+}
+
+}  // namespace pm

@@ -1,0 +1,96 @@
+// JSON Lines: one object per interval ("type": "interval") and a final "type": "summary" object.
+// Metrics are grouped by family; labels nest in their declared order. docs/json-schema.md has the
+// schema.
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "sinks/format.h"
+#include "sinks/sink.h"
+
+namespace pm {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json number(double v) {
+  if (std::isfinite(v) && std::fabs(v) < 9e15 && v == std::floor(v)) return static_cast<int64_t>(v);
+  if (!std::isfinite(v)) return nullptr;
+  return std::round(v * 1e6) / 1e6;
+}
+
+Json histogram(double sum, const std::vector<uint64_t>& buckets) {
+  uint64_t count = 0;
+  for (uint64_t b : buckets) count += b;
+  return Json{{"sum", number(sum)}, {"count", count}, {"buckets", buckets}};
+}
+
+// family -> name -> label values... -> value
+void place(Json& root, const MetricDesc& d, const Labels& labels, Json value) {
+  Json* node = &root[std::string(d.family)][std::string(d.name)];
+  for (const auto& kv : labels) node = &(*node)[kv.second];
+  *node = std::move(value);
+}
+
+class JsonSink final : public Sink {
+ public:
+  explicit JsonSink(std::FILE* out) : out_(out) {}
+
+  void unavailable(const std::vector<Unavailable>& /*list*/) override {}  // told in the summary
+
+  void interval(const IntervalRecord& rec) override {
+    Json j{{"type", "interval"}, {"timestamp", iso8601(rec.timestamp)}, {"interval_s", number(rec.seconds)}};
+    for (const IntervalValue& v : rec.values) {
+      Json value = v.desc->kind == MetricKind::kHistogram ? histogram(v.value, v.buckets) : number(v.value);
+      place(j, *v.desc, *v.labels, std::move(value));
+    }
+    emit(j);
+  }
+
+  void summary(const SummaryRecord& rec, const RunInfo& info, const std::vector<Unavailable>& list) override {
+    Json j{{"type", "summary"}, {"mode", info.mode}};
+    if (!info.command.empty()) j["command"] = info.command;
+    if (info.pid != 0) j["pid"] = info.pid;
+    if (info.exit_code) j["exit_code"] = *info.exit_code;
+    if (info.signal) j["signal"] = *info.signal;
+    j["end_reason"] = info.end_reason;
+    j["start"] = iso8601(rec.start);
+    j["end"] = iso8601(rec.end);
+    j["duration_s"] = number(rec.seconds);
+    for (const SummaryValue& v : rec.values) {
+      const MetricDesc& d = *v.desc;
+      if (!v.labels->empty()) {
+        Json value = d.kind == MetricKind::kHistogram ? histogram(v.value, v.buckets)
+                     : d.kind == MetricKind::kGauge && d.unit != Unit::kPercent
+                         ? Json{{"min", number(v.min)}, {"max", number(v.max)}}
+                                                     : number(v.value);
+        place(j, d, *v.labels, std::move(value));
+      } else if (d.kind == MetricKind::kGauge && d.unit != Unit::kPercent) {
+        j[summary_key(d) + "_min"] = number(v.min);
+        j[summary_key(d) + "_max"] = number(v.max);
+      } else {
+        j[summary_key(d)] = d.kind == MetricKind::kHistogram ? histogram(v.value, v.buckets) : number(v.value);
+      }
+    }
+    Json unavailable = Json::object();
+    for (const Unavailable& u : list) unavailable[u.source] = u.reason;
+    j["unavailable"] = std::move(unavailable);
+    j["self"] = {{"missed_ticks", info.missed_ticks}, {"proc_event_overruns", info.proc_event_overruns}};
+    emit(j);
+  }
+
+ private:
+  void emit(const Json& j) {
+    std::string line = j.dump();
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), out_);
+    std::fflush(out_);
+  }
+  std::FILE* out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Sink> make_json_sink(std::FILE* out) { return std::make_unique<JsonSink>(out); }
+
+}  // namespace pm

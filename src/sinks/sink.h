@@ -1,0 +1,40 @@
+// Sinks format what the aggregator derived; they do not know which source a metric came from.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/aggregator.h"
+#include "core/config.h"
+#include "core/source.h"
+
+namespace pm {
+
+// What the run summary says about the monitored target, besides its metrics.
+struct RunInfo {
+  std::string mode;                   // "system", "run" or "attach"
+  std::vector<std::string> command;   // run
+  int pid = 0;                        // run and attach
+  std::optional<int> exit_code;       // run: the command's status (128+signal when killed)
+  std::optional<int> signal;          // run: the signal that killed the command
+  std::string end_reason;             // "exited", "interrupted", "duration"
+  uint64_t missed_ticks = 0;          // timer expirations the loop served late
+  uint64_t proc_event_overruns = 0;   // fork/exit notifications the kernel dropped
+};
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  // The sources that could not start, once, before the first interval.
+  virtual void unavailable(const std::vector<Unavailable>& list) = 0;
+  virtual void interval(const IntervalRecord& rec) = 0;
+  virtual void summary(const SummaryRecord& rec, const RunInfo& info, const std::vector<Unavailable>& list) = 0;
+};
+
+std::unique_ptr<Sink> make_text_sink(std::FILE* out);
+std::unique_ptr<Sink> make_json_sink(std::FILE* out);
+
+}  // namespace pm

@@ -1,0 +1,209 @@
+// The text sink: a compact block per interval for people at a terminal, and a readable summary.
+// Families it knows get a hand-laid line; any other family is printed generically, so a new
+// source shows up without touching this file.
+#include <set>
+
+#include <fmt/format.h>
+
+#include "sinks/format.h"
+#include "sinks/sink.h"
+
+namespace pm {
+namespace {
+
+const std::set<std::string_view> kLaidOut = {"cpu", "sched", "memory", "pressure", "numa", "thermal", "process_tree"};
+
+std::string pct(double v) { return fmt::format("{:.1f}%", v); }
+
+template <typename V>
+double val(const ValueIndex<V>& ix, std::string_view family, std::string_view name, const Labels& l = {}) {
+  const V* v = ix.find(family, name, l);
+  return v == nullptr ? 0 : v->value;
+}
+
+template <typename V>
+double rate_of(const V& v, double seconds);
+template <>
+double rate_of(const IntervalValue& v, double /*seconds*/) { return v.rate; }
+template <>
+double rate_of(const SummaryValue& v, double seconds) { return seconds > 0 ? v.value / seconds : 0; }
+
+// Lines shared by the interval block and the summary (where rates are over the whole run).
+template <typename V>
+void system_lines(std::string& s, const std::vector<V>& values, double seconds) {
+  ValueIndex<V> ix(values);
+  auto rate = [&](std::string_view f, std::string_view n, const Labels& l = {}) {
+    const V* v = ix.find(f, n, l);
+    return v == nullptr ? 0.0 : rate_of(*v, seconds);
+  };
+  if (ix.find("cpu", "utilisation_percent", {{"cpu", "all"}}) != nullptr) {
+    s += "cpu     ";
+    for (const char* mode : {"user", "nice", "system", "iowait", "irq", "softirq", "steal", "idle"}) {
+      s += fmt::format(" {} {}", mode, pct(val(ix, "cpu", "utilisation_percent", {{"cpu", "all"}, {"mode", mode}})));
+    }
+    s += "\n        ";
+    for (const V* v : ix.all("cpu", "utilisation_percent")) {
+      const std::string& cpu = (*v->labels)[0].second;
+      if (cpu == "all" || (*v->labels)[1].second != "idle") continue;
+      double busy = 100 - v->value - val(ix, "cpu", "utilisation_percent", {{"cpu", cpu}, {"mode", "iowait"}});
+      s += fmt::format(" cpu{} {}", cpu, pct(busy));
+    }
+    s += " busy\n";
+  }
+  if (ix.find("sched", "context_switches") != nullptr) {
+    s += fmt::format("sched    switches {:.0f}/s  forks {:.0f}/s", rate("sched", "context_switches"), rate("sched", "forks"));
+    if (ix.find("sched", "load1") != nullptr) {
+      s += fmt::format("  running {:.0f}  blocked {:.0f}  load {:.2f} {:.2f} {:.2f}", val(ix, "sched", "procs_running"),
+                       val(ix, "sched", "procs_blocked"), val(ix, "sched", "load1"), val(ix, "sched", "load5"),
+                       val(ix, "sched", "load15"));
+    }
+    s += "\n";
+  }
+  if (ix.find("memory", "used_bytes") != nullptr) {
+    double swap_total = val(ix, "memory", "swap_total_bytes");
+    s += fmt::format("memory   used {}  cached {}  anon {}  free {}  swap used {} of {}\n",
+                     human_bytes(val(ix, "memory", "used_bytes")), human_bytes(val(ix, "memory", "cached_bytes")),
+                     human_bytes(val(ix, "memory", "anon_bytes")), human_bytes(val(ix, "memory", "free_bytes")),
+                     human_bytes(swap_total - val(ix, "memory", "swap_free_bytes")), human_bytes(swap_total));
+    s += fmt::format("paging   faults {:.0f}/s  major {:.0f}/s  swap in {}/s  out {}/s\n", rate("memory", "page_faults"),
+                     rate("memory", "major_faults"), human_bytes(rate("memory", "swap_in_bytes")),
+                     human_bytes(rate("memory", "swap_out_bytes")));
+  }
+  if (ix.find("pressure", "stall_seconds") != nullptr) {
+    s += "psi     ";
+    for (const char* res : {"cpu", "io", "memory"}) {
+      for (const char* kind : {"some", "full"}) {
+        if (ix.find("pressure", "stall_seconds", {{"resource", res}, {"kind", kind}}) == nullptr) continue;
+        s += fmt::format(" {} {} {}", res, kind, pct(100 * rate("pressure", "stall_seconds", {{"resource", res}, {"kind", kind}})));
+      }
+    }
+    s += "\n";
+  }
+  for (const V* v : ix.all("numa", "free_bytes")) {
+    const std::string& node = (*v->labels)[0].second;
+    s += fmt::format("numa     node{}: {:.0f}/{:.0f} MiB free\n", node, v->value / (1 << 20),
+                     val(ix, "numa", "total_bytes", {{"node", node}}) / (1 << 20));
+  }
+  for (const V* v : ix.all("thermal", "temp_celsius")) {
+    const std::string& zone = (*v->labels)[0].second;
+    s += fmt::format("thermal  {}: {:.0f}°C", zone, v->value);
+    std::string trips;
+    for (const V* t : ix.all("thermal", "trip_celsius")) {
+      if ((*t->labels)[0].second == zone) {
+        trips += fmt::format("{}{}: {:.0f}°C", trips.empty() ? "" : ", ", (*t->labels)[1].second, t->value);
+      }
+    }
+    s += trips.empty() ? "\n" : " (trip " + trips + ")\n";
+  }
+}
+
+template <typename V>
+void generic_lines(std::string& s, const std::vector<V>& values) {
+  std::string family;
+  for (const V& v : values) {
+    if (kLaidOut.count(v.desc->family) != 0) continue;
+    if (v.desc->family != family) {
+      if (!family.empty()) s += "\n";
+      family = v.desc->family;
+      s += fmt::format("{:<8}", family);
+    }
+    std::string lbl = labels_text(*v.labels);
+    s += fmt::format(" {}{}={}", v.desc->name, lbl.empty() ? "" : "{" + lbl + "}",
+                     v.desc->unit == Unit::kBytes ? human_bytes(v.value) : fmt::format("{:g}", v.value));
+  }
+  if (!family.empty()) s += "\n";
+}
+
+class TextSink final : public Sink {
+ public:
+  explicit TextSink(std::FILE* out) : out_(out) {}
+
+  void unavailable(const std::vector<Unavailable>& list) override {
+    for (const Unavailable& u : list) fmt::print(stderr, "perf-monitor: {}: not available: {}\n", u.source, u.reason);
+  }
+
+  void interval(const IntervalRecord& rec) override {
+    std::string s = fmt::format("--- {} ({:.2f} s)\n", iso8601(rec.timestamp), rec.seconds);
+    ValueIndex<IntervalValue> ix(rec.values);
+    if (ix.find("process_tree", "processes") != nullptr) {
+      auto rate = [&](std::string_view n) {
+        const IntervalValue* v = ix.find("process_tree", n);
+        return v == nullptr ? 0.0 : v->rate;
+      };
+      s += fmt::format(
+          "tree     {:.0f} procs {:.0f} threads  cpu {} (user {} sys {})  rss {}  pss {}  read {}/s  write {}/s  "
+          "switches {:.0f}/s\n",
+          val(ix, "process_tree", "processes"), val(ix, "process_tree", "threads"),
+          pct(100 * (rate("cpu_user_seconds") + rate("cpu_system_seconds"))), pct(100 * rate("cpu_user_seconds")),
+          pct(100 * rate("cpu_system_seconds")), human_bytes(val(ix, "process_tree", "rss_bytes")),
+          human_bytes(val(ix, "process_tree", "pss_bytes")), human_bytes(rate("io_read_bytes")),
+          human_bytes(rate("io_write_bytes")), rate("voluntary_switches") + rate("involuntary_switches"));
+    }
+    system_lines(s, rec.values, rec.seconds);
+    generic_lines(s, rec.values);
+    write(s);
+  }
+
+  void summary(const SummaryRecord& rec, const RunInfo& info, const std::vector<Unavailable>& list) override {
+    std::string s = "=== perf-monitor summary\n";
+    if (info.mode == "run") {
+      std::string cmd;
+      for (const auto& a : info.command) cmd += (cmd.empty() ? "" : " ") + a;
+      s += fmt::format("command  {} (pid {}) ", cmd, info.pid);
+      if (info.signal) s += fmt::format("killed by signal {}", *info.signal);
+      else if (info.exit_code) s += fmt::format("exited with status {}", *info.exit_code);
+      else s += "still running";
+    } else if (info.mode == "attach") {
+      s += fmt::format("pid      {} ", info.pid);
+    } else {
+      s += "system  ";
+    }
+    s += fmt::format(" after {:.2f} s ({})\n", rec.seconds, info.end_reason);
+    ValueIndex<SummaryValue> ix(rec.values);
+    if (const SummaryValue* seen = ix.find("process_tree", "processes_seen")) {
+      auto g = [&](std::string_view n) { return ix.find("process_tree", n); };
+      double user = val(ix, "process_tree", "cpu_user_seconds"), sys = val(ix, "process_tree", "cpu_system_seconds");
+      s += fmt::format("tree     {:.0f} processes seen, at most {:.0f} at once, at most {:.0f} threads\n", seen->max,
+                       g("processes")->max, g("threads")->max);
+      s += fmt::format("  cpu      user {:.3f} s  system {:.3f} s  ({} of one CPU)\n", user, sys,
+                       pct(rec.seconds > 0 ? 100 * (user + sys) / rec.seconds : 0));
+      for (const char* n : {"rss_bytes", "pss_bytes", "shared_bytes", "anon_bytes", "vm_size_bytes"}) {
+        const SummaryValue* v = g(n);
+        s += fmt::format("  {:<8} max {:>10}  min {:>10}\n", std::string_view(n).substr(0, std::string_view(n).size() - 6),
+                         human_bytes(v->max), human_bytes(v->min));
+      }
+      s += fmt::format("  io       storage read {}  write {}   read() {}  write() {}\n",
+                       human_bytes(val(ix, "process_tree", "io_read_bytes")),
+                       human_bytes(val(ix, "process_tree", "io_write_bytes")),
+                       human_bytes(val(ix, "process_tree", "io_rchar_bytes")),
+                       human_bytes(val(ix, "process_tree", "io_wchar_bytes")));
+      s += fmt::format("  faults   minor {:.0f}  major {:.0f}\n", val(ix, "process_tree", "minor_faults"),
+                       val(ix, "process_tree", "major_faults"));
+      s += fmt::format("  switches voluntary {:.0f}  involuntary {:.0f}\n", val(ix, "process_tree", "voluntary_switches"),
+                       val(ix, "process_tree", "involuntary_switches"));
+      s += "system over the run:\n";
+    }
+    system_lines(s, rec.values, rec.seconds);
+    generic_lines(s, rec.values);
+    for (const Unavailable& u : list) s += fmt::format("not available: {}: {}\n", u.source, u.reason);
+    if (info.missed_ticks != 0) s += fmt::format("note: {} sampling ticks were served late\n", info.missed_ticks);
+    if (info.proc_event_overruns != 0) {
+      s += fmt::format("note: the kernel dropped {} fork/exit notifications; /proc walks covered them\n",
+                       info.proc_event_overruns);
+    }
+    write(s);
+  }
+
+ private:
+  void write(const std::string& s) {
+    std::fwrite(s.data(), 1, s.size(), out_);
+    std::fflush(out_);
+  }
+  std::FILE* out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Sink> make_text_sink(std::FILE* out) { return std::make_unique<TextSink>(out); }
+
+}  // namespace pm

@@ -1,0 +1,87 @@
+// The target's whole process tree, followed through /proc: which processes belong to it, and the
+// tree-wide totals of their CPU time, faults, I/O, context switches and memory.
+//
+// Counting without loss or double counting: /proc/PID/stat and /proc/PID/io of a process include
+// the children it has reaped (cutime, cmin_flt, and the I/O the kernel folds into the parent at
+// wait()). So the tree total is the sum over live members of those inclusive figures, plus, for a
+// member that ended without a live member reaping it (reaped by us, by init or a subreaper), its
+// final figures. A member whose parent is alive in the tree is absorbed by that parent.
+// Context switches are per thread and never folded into a parent: a member's last figures are
+// always kept when it ends.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/file_reader.h"
+#include "core/source.h"
+
+namespace pm {
+
+class ProcessTree final : public Source {
+ public:
+  explicit ProcessTree(std::string proc_root = "/proc");
+
+  [[nodiscard]] std::string_view name() const override { return "process_tree"; }
+  // Walks the tree for new children, reads every member and reports the tree totals.
+  void collect(Samples& out) override;
+
+  // Adds a process (and, on the next walk, its descendants). False when it is not readable.
+  bool add_root(int pid);
+  // A fork seen by the proc connector: the child joins when its parent is a member.
+  void on_fork(int parent_tgid, int child_pid, int child_tgid);
+  // A member is about to be reaped by us (it is a zombie): take its final figures now.
+  void on_reaping(int pid);
+  // A member exited (proc connector): read it while it may still be a zombie.
+  void on_exit(int pid);
+
+  [[nodiscard]] bool contains(int pid) const { return members_.count(pid) != 0; }
+  [[nodiscard]] size_t live() const { return members_.size(); }
+  [[nodiscard]] uint64_t seen() const { return seen_; }
+  // Processes read per collect(), for the benchmark's cost per process.
+  [[nodiscard]] uint64_t reads() const { return reads_; }
+
+ private:
+  // Figures the kernel folds into the reaping parent (seconds and counts, inclusive of children).
+  struct Inclusive {
+    double user = 0, system = 0;
+    double minflt = 0, majflt = 0;
+    double rchar = 0, wchar = 0, read_bytes = 0, write_bytes = 0;
+    void add(const Inclusive& o);
+  };
+  struct Own {
+    double voluntary = 0, involuntary = 0;
+  };
+  struct Memory {
+    double vm_size = 0, rss = 0, pss = 0, shared = 0, anon = 0, threads = 0;
+  };
+  struct Member {
+    int pid = 0;
+    int ppid = 0;
+    uint64_t starttime = 0;
+    bool zombie = false;
+    Inclusive inc;
+    Own own;
+    Memory mem;
+  };
+
+  enum class ReadResult { kOk, kGone };
+  ReadResult read_member(Member& m);
+  void children_of(const Member& m, std::vector<int>& out);
+  bool join(int pid, int ppid);
+  void retire(const Member& m, bool absorbed_by_parent);
+
+  std::string proc_;
+  FileReader reader_;
+  std::unordered_map<int, Member> members_;
+  Inclusive exited_inc_;
+  Own exited_own_;
+  uint64_t seen_ = 0;
+  uint64_t reads_ = 0;
+  double tick_seconds_;
+  std::vector<int> scratch_;
+};
+
+}  // namespace pm
