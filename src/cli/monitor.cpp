@@ -52,7 +52,6 @@ class Monitor {
     loop_ = std::move(*loop);
     if (int rc = open_output(); rc != 0) return rc;
     build_sources();
-    sink_->unavailable(unavailable_);
 
     sigset_t original;
     ::sigprocmask(SIG_BLOCK, nullptr, &original);
@@ -67,6 +66,7 @@ class Monitor {
       baseline();
     }
     if (int rc = start_timers(); rc != 0) return rc;
+    sink_->unavailable(unavailable_);  // once the target has started: errors stay one line
 
     if (auto r = loop_->run(); !r) return fail(r.error().message);
     return finish();
@@ -122,7 +122,6 @@ class Monitor {
     auto ev = ProcEvents::open();
     if (!ev) {
       unavailable_.push_back({"proc_events", ev.error().message + " (children are found by /proc walks only)"});
-      sink_->unavailable({unavailable_.back()});
       return;
     }
     events_.emplace(std::move(*ev));

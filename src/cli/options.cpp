@@ -25,7 +25,7 @@ be found, 126 when it cannot be executed, 2 for usage errors, 1 for other failur
 )";
 
 int usage_error(const std::string& msg) {
-  fmt::print(stderr, "perf-monitor: {}\nTry 'perf-monitor --help' for usage.\n", msg);
+  fmt::print(stderr, "perf-monitor: {} (see 'perf-monitor --help')\n", msg);
   return 2;
 }
 

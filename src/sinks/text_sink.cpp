@@ -161,16 +161,22 @@ class TextSink final : public Sink {
     s += fmt::format(" after {:.2f} s ({})\n", rec.seconds, info.end_reason);
     ValueIndex<SummaryValue> ix(rec.values);
     if (const SummaryValue* seen = ix.find("process_tree", "processes_seen")) {
-      auto g = [&](std::string_view n) { return ix.find("process_tree", n); };
+      auto max_of = [&](std::string_view n) {
+        const SummaryValue* v = ix.find("process_tree", n);
+        return v == nullptr ? 0.0 : v->max;
+      };
+      auto min_of = [&](std::string_view n) {
+        const SummaryValue* v = ix.find("process_tree", n);
+        return v == nullptr ? 0.0 : v->min;
+      };
       double user = val(ix, "process_tree", "cpu_user_seconds"), sys = val(ix, "process_tree", "cpu_system_seconds");
       s += fmt::format("tree     {:.0f} processes seen, at most {:.0f} at once, at most {:.0f} threads\n", seen->max,
-                       g("processes")->max, g("threads")->max);
+                       max_of("processes"), max_of("threads"));
       s += fmt::format("  cpu      user {:.3f} s  system {:.3f} s  ({} of one CPU)\n", user, sys,
                        pct(rec.seconds > 0 ? 100 * (user + sys) / rec.seconds : 0));
-      for (const char* n : {"rss_bytes", "pss_bytes", "shared_bytes", "anon_bytes", "vm_size_bytes"}) {
-        const SummaryValue* v = g(n);
-        s += fmt::format("  {:<8} max {:>10}  min {:>10}\n", std::string_view(n).substr(0, std::string_view(n).size() - 6),
-                         human_bytes(v->max), human_bytes(v->min));
+      for (std::string_view n : {"rss_bytes", "pss_bytes", "shared_bytes", "anon_bytes", "vm_size_bytes"}) {
+        s += fmt::format("  {:<8} max {:>10}  min {:>10}\n", n.substr(0, n.size() - 6), human_bytes(max_of(n)),
+                         human_bytes(min_of(n)));
       }
       s += fmt::format("  io       storage read {}  write {}   read() {}  write() {}\n",
                        human_bytes(val(ix, "process_tree", "io_read_bytes")),

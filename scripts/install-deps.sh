@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages perf-monitor needs to build and test, when they are missing.
+# Runs as root (apt-get); does nothing when everything is there already.
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkg-config          # toolchain
+  libfmt-dev                         # formatting of text output
+  libcli11-dev                       # command-line parsing (subcommands, --help)
+  libtomlplusplus-dev                # the TOML configuration file, with line/column errors
+  nlohmann-json3-dev                 # JSON Lines output
+  googletest libgtest-dev            # tests
+  libbenchmark-dev                   # bench/: Google Benchmark
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: run as root (or install: apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

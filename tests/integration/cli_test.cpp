@@ -1,0 +1,158 @@
+// The command line as a user meets it: help, version, list, and every kind of bad input gives one
+// clear line and the documented exit status.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "integration/harness.h"
+
+namespace pm::test {
+namespace {
+
+size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+std::string write_file(const std::string& name, const std::string& text) {
+  std::string path = scratch_dir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Cli, HelpHasExamples) {
+  Outcome o = run_pm({"--help"});
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_NE(o.out.find("Examples:"), std::string::npos);
+  EXPECT_NE(o.out.find("perf-monitor run -- "), std::string::npos);
+  Outcome r = run_pm({"run", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("command"), std::string::npos);
+}
+
+TEST(Cli, Version) {
+  Outcome o = run_pm({"--version"});
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_EQ(o.out.rfind("perf-monitor ", 0), 0u) << o.out;
+}
+
+TEST(Cli, ListSaysWhatIsAvailableAndWhyNot) {
+  Outcome o = run_pm({"list"});
+  EXPECT_EQ(o.exit_code, 0);
+  for (const char* s : {"cpu", "memory", "pressure", "numa", "thermal", "process_tree", "pmc"}) {
+    EXPECT_NE(o.out.find(s), std::string::npos) << s;
+  }
+  struct stat st{};
+  if (::stat("/sys/class/thermal/thermal_zone0", &st) != 0) {
+    EXPECT_NE(o.out.find("no thermal zones"), std::string::npos) << o.out;
+  }
+}
+
+TEST(Cli, UnknownFlagIsAUsageError) {
+  Outcome o = run_pm({"--bogus"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+  EXPECT_NE(o.err.find("--bogus"), std::string::npos) << o.err;
+}
+
+TEST(Cli, BadDurationIsAUsageError) {
+  Outcome o = run_pm({"--interval", "fast"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+  EXPECT_NE(o.err.find("--interval"), std::string::npos) << o.err;
+}
+
+TEST(Cli, BadTomlNamesLineAndColumn) {
+  std::string path = write_file("pm-bad.toml", "[output]\nformat = \"json\"\ninterval_secs = = 2\n");
+  Outcome o = run_pm({"--config", path});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+  EXPECT_NE(o.err.find(path + ":3:"), std::string::npos) << o.err;
+}
+
+TEST(Cli, UnknownConfigKeyIsAnError) {
+  std::string path = write_file("pm-unknown.toml", "[scheduler]\nenabled = true\nfrobnicate = 1\n");
+  Outcome o = run_pm({"--config", path});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+  EXPECT_NE(o.err.find("frobnicate"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find(path + ":3:1"), std::string::npos) << o.err;
+}
+
+TEST(Cli, LegacyConfigWorksUnchanged) {
+  std::string path = write_file("pm-legacy.toml", R"([pmc]
+interval_secs = 1
+events = ["instructions", "cycles", "cache_references", "cache_misses", "branch_misses"]
+[scheduler]
+enabled = true
+[block_io]
+enabled = true
+[file_poll]
+interval_secs = 5
+[output]
+format = "json"   # "text" or "json"
+)");
+  Outcome o = run_pm({"--config", path, "--interval", "200ms", "--duration", "700ms"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_GE(o.intervals(), 2u);  // the file chose JSON
+  EXPECT_FALSE(o.summary.is_null());
+  // A flag overrides the file.
+  Outcome t = run_pm({"--config", path, "--format", "text", "--interval", "200ms", "--duration", "500ms"});
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_TRUE(t.records.empty());
+  EXPECT_NE(t.out.find("perf-monitor summary"), std::string::npos);
+}
+
+TEST(Cli, MissingConfigFile) {
+  Outcome o = run_pm({"--config", "/nonexistent/perf-monitor.toml"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+}
+
+TEST(Cli, NonexistentPid) {
+  int pid = 4194000;  // above the default pid_max of small machines; check it is free
+  while (::kill(pid, 0) == 0) ++pid;
+  Outcome o = run_pm({"attach", "--pid", std::to_string(pid)});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+  EXPECT_NE(o.err.find(std::to_string(pid)), std::string::npos) << o.err;
+}
+
+TEST(Cli, CommandNotFoundExits127) {
+  Outcome o = run_pm({"run", "--", "/nonexistent/command", "arg"});
+  EXPECT_EQ(o.exit_code, 127);
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+  EXPECT_NE(o.err.find("/nonexistent/command"), std::string::npos) << o.err;
+}
+
+TEST(Cli, CommandNotExecutableExits126) {
+  std::string path = write_file("pm-not-executable", "#!/bin/sh\n");
+  ::chmod(path.c_str(), 0644);
+  Outcome o = run_pm({"run", "--", path});
+  EXPECT_EQ(o.exit_code, 126);
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+}
+
+TEST(Cli, RunWithoutCommandIsAUsageError) {
+  Outcome o = run_pm({"run"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+}
+
+TEST(Cli, UnwritableOutputIsAUsageError) {
+  Outcome o = run_pm({"-o", "/nonexistent/dir/out.txt", "--duration", "1s"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+}
+
+TEST(Cli, SystemModeSigintPrintsTheSummary) {
+  Outcome o = run_pm({"--format", "json", "--interval", "200ms"}, {.sigint_after = std::chrono::milliseconds(900)});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  ASSERT_FALSE(o.summary.is_null()) << o.out;
+  EXPECT_EQ(o.summary["end_reason"], "interrupted");
+  EXPECT_GE(o.intervals(), 2u);
+}
+
+}  // namespace
+}  // namespace pm::test

@@ -1,0 +1,35 @@
+// Runs the real perf-monitor binary, as a user would, and collects what it printed.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pm::test {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out, err;
+  std::vector<nlohmann::json> records;  // stdout lines that are JSON objects
+  nlohmann::json summary;               // the record with "type": "summary", or null
+  [[nodiscard]] size_t intervals() const;
+};
+
+struct RunOptions {
+  std::optional<std::chrono::milliseconds> sigint_after;  // send SIGINT to perf-monitor then
+  std::chrono::seconds timeout{60};
+};
+
+Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts = {});
+
+inline std::string binary() { return PM_BINARY; }
+inline std::string workload() { return PM_WORKLOAD; }
+// A directory on a real disk (not tmpfs), so writes reach storage and count as write_bytes.
+inline std::string scratch_dir() { return PM_SCRATCH_DIR; }
+
+inline constexpr double kMiB = 1024.0 * 1024.0;
+
+}  // namespace pm::test

@@ -1,0 +1,162 @@
+// `perf-monitor run` and `attach` against the real kernel, with workloads of known behaviour.
+// These need root (the proc connector, other users' /proc/PID/io); they skip, saying so, without.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "integration/harness.h"
+
+namespace pm::test {
+namespace {
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: the proc connector and /proc/PID/io of children";
+  }
+  static Outcome run_json(std::vector<std::string> cmd, std::vector<std::string> flags = {}) {
+    std::vector<std::string> args = {"run", "--format", "json"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--");
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    Outcome o = run_pm(args);
+    EXPECT_FALSE(o.summary.is_null()) << "no summary; stderr: " << o.err;
+    return o;
+  }
+  static double num(const Outcome& o, const char* key) {
+    if (!o.summary.contains(key)) {
+      ADD_FAILURE() << "summary has no " << key << ": " << o.summary.dump();
+      return 0;
+    }
+    return o.summary[key].get<double>();
+  }
+  static bool proc_events_available(const Outcome& o) {
+    return !o.summary.contains("unavailable") || !o.summary["unavailable"].contains("proc_events");
+  }
+};
+
+TEST_F(RunTest, TouchedMemoryShowsInRssAndPss) {
+  Outcome o = run_json({workload(), "touch", "256", "500"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_GE(num(o, "proc_rss_max"), 256 * kMiB);
+  EXPECT_LT(num(o, "proc_rss_max"), 300 * kMiB);
+  EXPECT_GE(num(o, "proc_pss_max"), 256 * kMiB);
+  EXPECT_LT(num(o, "proc_pss_max"), 300 * kMiB);
+  EXPECT_GE(num(o, "proc_anon_max"), 256 * kMiB);
+  EXPECT_LT(num(o, "proc_rss_min"), 64 * kMiB);  // before the touch
+  // Every page touched is a minor fault: 65536 pages of 4 KiB.
+  EXPECT_GE(num(o, "proc_minor_faults"), 256 * kMiB / static_cast<double>(::sysconf(_SC_PAGESIZE)));
+  EXPECT_GE(num(o, "global_mem_used_max"), num(o, "global_mem_used_min"));
+}
+
+TEST_F(RunTest, FsyncedWritesCountAsStorageBytes) {
+  Outcome o = run_json({workload(), "write", "64", scratch_dir() + "/pm-write-test"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_GE(num(o, "proc_io_write_bytes"), 64 * kMiB);
+  EXPECT_LT(num(o, "proc_io_write_bytes"), 80 * kMiB);
+  EXPECT_GE(num(o, "proc_io_wchar"), 64 * kMiB);
+}
+
+TEST_F(RunTest, ExitedChildrenKeepTheirCpuIoAndFaults) {
+  // 3 children: each touches 64 MiB, writes 4 MiB with fsync, spins 300 ms, and exits before
+  // the parent.
+  Outcome o = run_json({workload(), "children", "3", "64", "4", "300"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(num(o, "proc_processes_seen_max"), 4);
+  EXPECT_GE(num(o, "proc_io_write_bytes"), 3 * 4 * kMiB);
+  EXPECT_GE(num(o, "proc_cpu_user_seconds") + num(o, "proc_cpu_system_seconds"), 3 * 0.3 * 0.9);
+  EXPECT_GE(num(o, "proc_minor_faults"), 3 * 64 * kMiB / static_cast<double>(::sysconf(_SC_PAGESIZE)));
+}
+
+TEST_F(RunTest, ShortLivedChildrenAreAllSeen) {
+  Outcome o = run_json({workload(), "forks", "20"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  if (!proc_events_available(o)) {
+    GTEST_SKIP() << "proc connector unavailable here (" << o.summary["unavailable"]["proc_events"]
+                 << "): children living under 100 ms may be missed";
+  }
+  EXPECT_EQ(num(o, "proc_processes_seen_max"), 21);
+}
+
+TEST_F(RunTest, GrandchildWhoseParentExitedIsStillFollowed) {
+  Outcome o = run_json({workload(), "orphan", "8", "300"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(num(o, "proc_processes_seen_max"), 3);
+  EXPECT_GE(num(o, "proc_io_write_bytes"), 8 * kMiB);
+  EXPECT_GE(num(o, "proc_cpu_user_seconds") + num(o, "proc_cpu_system_seconds"), 0.3 * 0.9);
+}
+
+TEST_F(RunTest, ExitStatusOfTheCommandIsOurs) {
+  Outcome o = run_json({workload(), "exit", "3"});
+  EXPECT_EQ(o.exit_code, 3);
+  EXPECT_EQ(o.summary["exit_code"], 3);
+}
+
+TEST_F(RunTest, KilledCommandGives128PlusSignal) {
+  Outcome o = run_json({"sh", "-c", "kill -TERM $$"});
+  EXPECT_EQ(o.exit_code, 128 + SIGTERM);
+  EXPECT_EQ(o.summary["signal"], SIGTERM);
+}
+
+TEST_F(RunTest, IntervalRecordsWhileTheCommandRuns) {
+  Outcome o = run_json({workload(), "spin", "900"}, {"--interval", "200ms"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_GE(o.intervals(), 3u);
+  bool tree_seen = false;
+  for (const auto& r : o.records) {
+    if (r.value("type", "") != "interval" || !r.contains("process_tree")) continue;
+    tree_seen = true;
+    EXPECT_EQ(r["process_tree"]["processes"], 1);
+    // The spinning process uses one CPU: user time grows by about the interval's length.
+    double user = r["process_tree"]["cpu_user_seconds"].get<double>();
+    EXPECT_LE(user, r["interval_s"].get<double>() * 1.5);
+  }
+  EXPECT_TRUE(tree_seen);
+  EXPECT_GE(num(o, "proc_cpu_user_seconds"), 0.9 * 0.85);
+}
+
+TEST_F(RunTest, SigintStillPrintsTheSummary) {
+  Outcome o = run_pm({"run", "--format", "json", "--", workload(), "sleep", "10000"},
+                     {.sigint_after = std::chrono::milliseconds(800)});
+  ASSERT_FALSE(o.summary.is_null()) << o.out << o.err;
+  EXPECT_EQ(o.summary["end_reason"], "interrupted");
+  EXPECT_EQ(o.exit_code, 128 + SIGINT);  // the command got the SIGINT too and died of it
+  EXPECT_LT(o.summary["duration_s"].get<double>(), 5.0);
+}
+
+TEST_F(RunTest, TextOutputToAFile) {
+  std::string path = scratch_dir() + "/pm-output-test.txt";
+  Outcome o = run_pm({"run", "-o", path, "--", workload(), "exit", "0"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("perf-monitor summary"), std::string::npos) << text;
+  EXPECT_NE(text.find("exited with status 0"), std::string::npos) << text;
+  ::unlink(path.c_str());
+}
+
+TEST_F(RunTest, AttachFollowsARunningTreeUntilItExits) {
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::execl(workload().c_str(), "pm-workload", "children", "2", "16", "2", "400", nullptr);
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Outcome o = run_pm({"attach", "--pid", std::to_string(child), "--format", "json", "--interval", "200ms"});
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  EXPECT_EQ(o.summary["mode"], "attach");
+  EXPECT_EQ(o.summary["end_reason"], "exited");
+  EXPECT_GE(num(o, "proc_processes_seen_max"), 3);
+  EXPECT_GE(num(o, "proc_cpu_user_seconds") + num(o, "proc_cpu_system_seconds"), 2 * 0.4 * 0.7);
+}
+
+}  // namespace
+}  // namespace pm::test

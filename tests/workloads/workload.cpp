@@ -1,0 +1,151 @@
+// Workloads with known behaviour, for the integration tests and benchmarks: the truth they
+// measure perf-monitor against.
+//
+//   pm-workload touch MIB HOLD_MS        map MIB of anonymous memory, touch every page, hold
+//   pm-workload write MIB PATH           write MIB to PATH in 1 MiB chunks, fsync, unlink
+//   pm-workload spin MS                  burn MS milliseconds of CPU time
+//   pm-workload children N MIB WMIB MS   N children each touch MIB, write WMIB (fsync) and spin
+//                                        MS; they all exit, then the parent lingers 300 ms
+//   pm-workload forks N                  N children that exit at once; then linger 300 ms
+//   pm-workload orphan WMIB MS           a child forks a grandchild and exits at once; the
+//                                        grandchild writes WMIB (fsync), spins MS and exits;
+//                                        the parent waits for the grandchild's end
+//   pm-workload exit CODE                exit with CODE
+//   pm-workload sleep MS                 sleep
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr size_t kMiB = 1 << 20;
+
+void sleep_ms(long ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+void touch(size_t mib, long hold_ms) {
+  size_t len = mib * kMiB;
+  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    std::perror("mmap");
+    std::exit(1);
+  }
+  auto* bytes = static_cast<volatile char*>(p);
+  long page = ::sysconf(_SC_PAGESIZE);
+  for (size_t off = 0; off < len; off += static_cast<size_t>(page)) bytes[off] = 1;
+  sleep_ms(hold_ms);
+  ::munmap(p, len);
+}
+
+void write_file(size_t mib, const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    std::perror(path.c_str());
+    std::exit(1);
+  }
+  std::vector<char> chunk(kMiB, 'x');
+  for (size_t i = 0; i < mib; ++i) {
+    if (::write(fd, chunk.data(), chunk.size()) != static_cast<ssize_t>(chunk.size())) {
+      std::perror("write");
+      std::exit(1);
+    }
+  }
+  ::fsync(fd);
+  ::close(fd);
+  ::unlink(path.c_str());
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// Burns `ms` of CPU time (not wall time: with more spinners than CPUs each still gets its share).
+void spin(long ms) {
+  double end = thread_cpu_seconds() + static_cast<double>(ms) / 1000.0;
+  volatile uint64_t x = 0;
+  while (thread_cpu_seconds() < end) {
+    for (int i = 0; i < 10000; ++i) x = x + static_cast<uint64_t>(i);
+  }
+}
+
+std::string tmp_path(const char* tag) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/pm-workload-" + tag + "-" + std::to_string(::getpid());
+}
+
+int usage() {
+  std::fprintf(stderr, "usage: pm-workload touch|write|spin|children|forks|orphan|exit|sleep ARGS (see source)\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  std::string mode = argv[1];
+  auto arg = [&](int i) { return i < argc ? std::atol(argv[i]) : 0L; };
+  if (mode == "touch" && argc == 4) {
+    touch(static_cast<size_t>(arg(2)), arg(3));
+  } else if (mode == "write" && argc == 4) {
+    write_file(static_cast<size_t>(arg(2)), argv[3]);
+  } else if (mode == "spin" && argc == 3) {
+    spin(arg(2));
+  } else if (mode == "children" && argc == 6) {
+    for (long i = 0; i < arg(2); ++i) {
+      if (::fork() == 0) {
+        touch(static_cast<size_t>(arg(3)), 0);
+        write_file(static_cast<size_t>(arg(4)), tmp_path("child"));
+        spin(arg(5));
+        ::_exit(0);
+      }
+    }
+    while (::wait(nullptr) > 0) {
+    }
+    sleep_ms(300);
+  } else if (mode == "forks" && argc == 3) {
+    for (long i = 0; i < arg(2); ++i) {
+      if (::fork() == 0) ::_exit(0);
+    }
+    while (::wait(nullptr) > 0) {
+    }
+    sleep_ms(300);
+  } else if (mode == "orphan" && argc == 4) {
+    int done[2];
+    if (::pipe(done) != 0) return 1;
+    pid_t child = ::fork();
+    if (child == 0) {
+      if (::fork() == 0) {
+        ::close(done[0]);
+        sleep_ms(150);  // let the parent exit first: this process is now an orphan
+        write_file(static_cast<size_t>(arg(2)), tmp_path("orphan"));
+        spin(arg(3));
+        ::_exit(0);  // closing the pipe's write end tells the top process we are done
+      }
+      ::_exit(0);
+    }
+    ::close(done[1]);
+    ::waitpid(child, nullptr, 0);
+    char c;
+    while (::read(done[0], &c, 1) > 0) {
+    }
+    sleep_ms(200);
+  } else if (mode == "exit" && argc == 3) {
+    return static_cast<int>(arg(2));
+  } else if (mode == "sleep" && argc == 3) {
+    sleep_ms(arg(2));
+  } else {
+    return usage();
+  }
+  return 0;
+}
