@@ -12,14 +12,18 @@ namespace pm {
 Result<std::string_view> FileReader::read(const char* path) {
   UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
   if (!fd) return Error::from_errno(errno, path);
+  return reread(fd.get(), path);
+}
+
+Result<std::string_view> FileReader::reread(int fd, const char* what) {
   size_t len = 0;
   for (;;) {
     if (len == buf_.size()) buf_.resize(buf_.size() * 2);
-    ssize_t n = ::read(fd.get(), buf_.data() + len, buf_.size() - len);
+    ssize_t n = ::pread(fd, buf_.data() + len, buf_.size() - len, static_cast<off_t>(len));
     if (n < 0) {
       if (errno == EINTR) continue;
       // A process that exits while we read its files answers ESRCH: that is "gone", not a fault.
-      return Error::from_errno(errno, path);
+      return Error::from_errno(errno, what);
     }
     if (n == 0) break;
     len += static_cast<size_t>(n);

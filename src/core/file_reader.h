@@ -15,6 +15,10 @@ class FileReader {
   // Reads the whole file at path; the view stays valid until the next read.
   Result<std::string_view> read(const char* path);
   Result<std::string_view> read(const std::string& path) { return read(path.c_str()); }
+  // Reads a file kept open, from its start again: procfs regenerates it. Saves the path lookup
+  // and open/close of every pass; an fd of /proc/PID/... fails (ESRCH) once the process is gone,
+  // even if its PID is reused.
+  Result<std::string_view> reread(int fd, const char* what);
 
  private:
   std::string buf_ = std::string(4096, '\0');

@@ -10,6 +10,8 @@
 //   pm-workload orphan WMIB MS           a child forks a grandchild and exits at once; the
 //                                        grandchild writes WMIB (fsync), spins MS and exits;
 //                                        the parent waits for the grandchild's end
+//   pm-workload sleepers N MS            a tree of N processes (the parent and N-1 children)
+//                                        that sleep MS
 //   pm-workload exit CODE                exit with CODE
 //   pm-workload sleep MS                 sleep
 #include <fcntl.h>
@@ -140,6 +142,16 @@ int main(int argc, char** argv) {
     while (::read(done[0], &c, 1) > 0) {
     }
     sleep_ms(200);
+  } else if (mode == "sleepers" && argc == 4) {
+    for (long i = 1; i < arg(2); ++i) {
+      if (::fork() == 0) {
+        sleep_ms(arg(3));
+        ::_exit(0);
+      }
+    }
+    sleep_ms(arg(3));
+    while (::wait(nullptr) > 0) {
+    }
   } else if (mode == "exit" && argc == 3) {
     return static_cast<int>(arg(2));
   } else if (mode == "sleep" && argc == 3) {

@@ -1,8 +1,12 @@
 #include "sources/files/process_tree.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <algorithm>
+#include <cmath>
 
 #include "core/text.h"
 #include "sources/files/proc_parsers.h"
@@ -73,7 +77,9 @@ void ProcessTree::Inclusive::add(const Inclusive& o) {
 }
 
 ProcessTree::ProcessTree(std::string proc_root)
-    : proc_(std::move(proc_root)), tick_seconds_(1.0 / static_cast<double>(::sysconf(_SC_CLK_TCK))) {}
+    : proc_(std::move(proc_root)),
+      tick_seconds_(1.0 / static_cast<double>(::sysconf(_SC_CLK_TCK))),
+      page_size_(static_cast<double>(::sysconf(_SC_PAGESIZE))) {}
 
 bool ProcessTree::join(int pid, int ppid) {
   auto [it, inserted] = members_.try_emplace(pid);
@@ -118,10 +124,23 @@ void ProcessTree::retire(const Member& m, bool absorbed_by_parent) {
   exited_own_.involuntary += m.own.involuntary;
 }
 
-ProcessTree::ReadResult ProcessTree::read_member(Member& m) {
+Result<std::string_view> ProcessTree::read_kept(UniqueFd& fd, const std::string& path) {
+  if (!fd) {
+    fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) {
+      if (errno == EMFILE || errno == ENFILE) return reader_.read(path);  // out of fds: open per read
+      return Error::from_errno(errno, path);
+    }
+  }
+  auto text = reader_.reread(fd.get(), path.c_str());
+  if (text && text->empty()) return make_error(Errc::kNotFound, path + ": empty");
+  return text;
+}
+
+ProcessTree::ReadResult ProcessTree::read_member(Member& m, Detail detail) {
   ++reads_;
   std::string base = proc_ + "/" + std::to_string(m.pid) + "/";
-  auto stat_text = reader_.read(base + "stat");
+  auto stat_text = read_kept(m.stat_fd, base + "stat");
   if (!stat_text) return ReadResult::kGone;
   auto st = procfs::parse_pid_stat(*stat_text);
   if (!st) return ReadResult::kGone;
@@ -129,15 +148,18 @@ ProcessTree::ReadResult ProcessTree::read_member(Member& m) {
   m.starttime = st->starttime;
   m.ppid = st->ppid;
   m.zombie = st->state == 'Z' || st->state == 'X';
-  m.inc.user = static_cast<double>(st->utime + static_cast<uint64_t>(std::max<int64_t>(st->cutime, 0))) * tick_seconds_;
-  m.inc.system = static_cast<double>(st->stime + static_cast<uint64_t>(std::max<int64_t>(st->cstime, 0))) * tick_seconds_;
+  auto ticks = [&](uint64_t own, int64_t children) {
+    return static_cast<double>(own + static_cast<uint64_t>(std::max<int64_t>(children, 0))) * tick_seconds_;
+  };
+  m.inc.user = ticks(st->utime, st->cutime);
+  m.inc.system = ticks(st->stime, st->cstime);
   m.inc.minflt = static_cast<double>(st->minflt + st->cminflt);
   m.inc.majflt = static_cast<double>(st->majflt + st->cmajflt);
-  m.mem = Memory{};
   m.mem.threads = static_cast<double>(st->num_threads);
   m.mem.vm_size = static_cast<double>(st->vsize);
+  m.mem.rss = m.zombie ? 0 : static_cast<double>(std::max<int64_t>(st->rss_pages, 0)) * page_size_;
 
-  if (auto io_text = reader_.read(base + "io")) {
+  if (auto io_text = read_kept(m.io_fd, base + "io")) {
     if (auto io = procfs::parse_pid_io(*io_text)) {
       m.inc.rchar = static_cast<double>(io->rchar);
       m.inc.wchar = static_cast<double>(io->wchar);
@@ -145,14 +167,26 @@ ProcessTree::ReadResult ProcessTree::read_member(Member& m) {
       m.inc.write_bytes = static_cast<double>(io->write_bytes);
     }
   }
-  if (!m.zombie) {
-    if (auto sm_text = reader_.read(base + "smaps_rollup")) {
-      if (auto sm = procfs::parse_smaps_rollup(*sm_text)) {
-        m.mem.rss = static_cast<double>(sm->rss);
-        m.mem.pss = static_cast<double>(sm->pss);
-        m.mem.shared = static_cast<double>(sm->shared());
-        m.mem.anon = static_cast<double>(sm->anonymous);
-      }
+
+  auto now = std::chrono::steady_clock::now();
+  bool moved = std::abs(m.mem.rss - m.rss_at_detail) > std::max(1024.0 * 1024.0, 0.05 * m.rss_at_detail);
+  if (detail == Detail::kAlways || moved || m.zombie || now - m.detail_at >= std::chrono::seconds(1)) {
+    m.detail_at = now;
+    m.rss_at_detail = m.mem.rss;
+    read_detail(m, base, st->num_threads);
+  }
+  return ReadResult::kOk;
+}
+
+void ProcessTree::read_detail(Member& m, const std::string& base, int64_t threads) {
+  if (m.zombie) {
+    m.mem.pss = m.mem.shared = m.mem.anon = 0;  // a zombie has no memory left
+  } else if (auto sm_text = reader_.read(base + "smaps_rollup")) {
+    if (auto sm = procfs::parse_smaps_rollup(*sm_text)) {
+      m.mem.rss = static_cast<double>(sm->rss);
+      m.mem.pss = static_cast<double>(sm->pss);
+      m.mem.shared = static_cast<double>(sm->shared());
+      m.mem.anon = static_cast<double>(sm->anonymous);
     }
   }
 
@@ -166,7 +200,7 @@ ProcessTree::ReadResult ProcessTree::read_member(Member& m) {
       }
     }
   };
-  if (st->num_threads <= 1) {
+  if (threads <= 1) {
     add_status(base + "status");
   } else if (auto tids = list_dir(base + "task")) {
     for (const std::string& tid : *tids) add_status(base + "task/" + tid + "/status");
@@ -174,18 +208,20 @@ ProcessTree::ReadResult ProcessTree::read_member(Member& m) {
   // A thread that ended takes its switches with it; a member's count never goes back.
   m.own.voluntary = std::max(m.own.voluntary, own.voluntary);
   m.own.involuntary = std::max(m.own.involuntary, own.involuntary);
-  return ReadResult::kOk;
 }
 
-void ProcessTree::children_of(const Member& m, std::vector<int>& out) {
+void ProcessTree::children_of(Member& m, std::vector<int>& out) {
   std::string task = proc_ + "/" + std::to_string(m.pid) + "/task/";
-  auto read_children = [&](const std::string& tid) {
-    if (auto text = reader_.read(task + tid + "/children")) for_each_pid(*text, [&](int pid) { out.push_back(pid); });
+  auto add = [&](const Result<std::string_view>& text) {
+    if (text) for_each_pid(*text, [&](int pid) { out.push_back(pid); });
   };
   if (m.mem.threads <= 1) {
-    read_children(std::to_string(m.pid));
+    std::string path = task + std::to_string(m.pid) + "/children";
+    // An empty children file is normal: read_kept's "empty means gone" does not apply here.
+    if (!m.children_fd) m.children_fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    add(m.children_fd ? reader_.reread(m.children_fd.get(), path.c_str()) : reader_.read(path));
   } else if (auto tids = list_dir(task)) {
-    for (const std::string& tid : *tids) read_children(tid);
+    for (const std::string& tid : *tids) add(reader_.read(task + tid + "/children"));
   }
 }
 
@@ -207,7 +243,7 @@ void ProcessTree::collect(Samples& out) {
   // Read every member; settle the ones that are gone.
   std::vector<int> gone;
   for (auto& [pid, m] : members_) {
-    if (read_member(m) == ReadResult::kGone) gone.push_back(pid);
+    if (read_member(m, Detail::kIfChanged) == ReadResult::kGone) gone.push_back(pid);
   }
   // A gone member whose parent is (or was until this tick) a member was reaped by it: the
   // parent's figures hold it now. Decide for all before erasing any.

@@ -10,11 +10,13 @@
 // always kept when it ends.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "core/fd.h"
 #include "core/file_reader.h"
 #include "core/source.h"
 
@@ -62,14 +64,22 @@ class ProcessTree final : public Source {
     int ppid = 0;
     uint64_t starttime = 0;
     bool zombie = false;
+    // The costly files (smaps_rollup walks page tables: ~40 us) are read when the cheap RSS
+    // from stat moved, and at least once a second; stat and io every pass.
+    double rss_at_detail = -1;
+    std::chrono::steady_clock::time_point detail_at;
+    UniqueFd stat_fd, io_fd, children_fd;  // kept open: read again every pass
     Inclusive inc;
     Own own;
     Memory mem;
   };
 
   enum class ReadResult { kOk, kGone };
-  ReadResult read_member(Member& m);
-  void children_of(const Member& m, std::vector<int>& out);
+  enum class Detail { kIfChanged, kAlways };
+  ReadResult read_member(Member& m, Detail detail = Detail::kAlways);
+  void read_detail(Member& m, const std::string& base, int64_t threads);
+  Result<std::string_view> read_kept(UniqueFd& fd, const std::string& path);
+  void children_of(Member& m, std::vector<int>& out);
   bool join(int pid, int ppid);
   void retire(const Member& m, bool absorbed_by_parent);
 
@@ -81,6 +91,7 @@ class ProcessTree final : public Source {
   uint64_t seen_ = 0;
   uint64_t reads_ = 0;
   double tick_seconds_;
+  double page_size_;
   std::vector<int> scratch_;
 };
 

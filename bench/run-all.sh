@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs every benchmark and prints its figures: bench/run-all.sh [BUILD_DIR] [SECONDS]
+set -euo pipefail
+build=${1:-build}
+seconds=${2:-30}
+echo "== sampling cost per pass (Google Benchmark)"
+"$build/bench/sampling_bench" --benchmark_min_time=0.5
+echo
+echo "== CPU of the whole perf-monitor process (rusage), ${seconds} s each"
+"$build/bench/monitor_cpu" "$build/perf-monitor" "$build/tests/pm-workload" "$seconds"

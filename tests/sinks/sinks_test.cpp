@@ -1,0 +1,239 @@
+// The sinks, fed by a real Aggregator with hand-made samples; output goes to a tmpfile and is read
+// back (JSON parsed with nlohmann::json). Expected numbers are worked out from the samples.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/aggregator.h"
+#include "sinks/sink.h"
+
+namespace pm {
+namespace {
+
+using std::chrono::seconds;
+using K = MetricKind;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+const MetricDesc kRss{"proc", "rss_bytes", K::kGauge, Unit::kBytes, "resident memory", "proc_rss"};
+const MetricDesc kReqs{"app", "requests", K::kCounter, Unit::kNone, "requests served"};
+const MetricDesc kDevBytes{"app", "bytes", K::kCounter, Unit::kBytes, "bytes per device"};
+const MetricDesc kQueue{"app", "queue_depth", K::kGauge, Unit::kNone, "queue depth per queue"};
+
+// The process_tree family with the names process_tree.cpp reports.
+const MetricDesc kSeen{"process_tree", "processes_seen", K::kGauge, Unit::kNone, "", "proc_processes_seen"};
+const MetricDesc kProcs{"process_tree", "processes", K::kGauge, Unit::kNone, "", "proc_processes"};
+const MetricDesc kThreads{"process_tree", "threads", K::kGauge, Unit::kNone, "", "proc_threads"};
+const MetricDesc kTreeRss{"process_tree", "rss_bytes", K::kGauge, Unit::kBytes, "", "proc_rss"};
+const MetricDesc kUser{"process_tree", "cpu_user_seconds", K::kCounter, Unit::kSeconds, "", "proc_cpu_user_seconds"};
+const MetricDesc kSystem{"process_tree", "cpu_system_seconds", K::kCounter, Unit::kSeconds, "",
+                         "proc_cpu_system_seconds"};
+
+const MonoClock::time_point t0{seconds(500)};
+
+Samples app_samples(double rss, double reqs, double sda, double sdb, double queue) {
+  return {
+      {&kRss, {}, rss, {}},
+      {&kReqs, {}, reqs, {}},
+      {&kDevBytes, {{"dev", "sda"}}, sda, {}},
+      {&kDevBytes, {{"dev", "sdb"}}, sdb, {}},
+      {&kQueue, {{"queue", "q1"}}, queue, {}},
+  };
+}
+
+// Reads back everything written to f.
+std::string contents(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string s;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  return s;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t nl = s.find('\n', start);
+    if (nl == std::string::npos) nl = s.size();
+    out.push_back(s.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return out;
+}
+
+struct TmpFile {
+  std::FILE* f = std::tmpfile();
+  TmpFile() = default;
+  TmpFile(const TmpFile&) = delete;
+  TmpFile& operator=(const TmpFile&) = delete;
+  ~TmpFile() {
+    if (f != nullptr) std::fclose(f);
+  }
+};
+
+TEST(JsonSink, IntervalAndSummary) {
+  Aggregator agg;
+  agg.observe(app_samples(1 * kMiB, 10, 1000, 0, 3), t0);
+  agg.observe(app_samples(3 * kMiB, 30, 1500, 64, 7), t0 + seconds(2));
+  IntervalRecord rec = agg.close_interval(t0 + seconds(2));
+
+  TmpFile tmp;
+  ASSERT_NE(tmp.f, nullptr);
+  auto sink = make_json_sink(tmp.f);
+  std::vector<Unavailable> unavailable{{"pmc", "no PMU in this VM"}, {"numa", "no NUMA nodes"}};
+  sink->unavailable(unavailable);
+  sink->interval(rec);
+
+  agg.observe(app_samples(2 * kMiB, 45, 1700, 64, 5), t0 + seconds(4));
+  SummaryRecord sum = agg.summary(t0 + seconds(4));
+  RunInfo info;
+  info.mode = "run";
+  info.command = {"make", "-j4"};
+  info.pid = 4242;
+  info.exit_code = 3;
+  info.end_reason = "exited";
+  info.missed_ticks = 2;
+  sink->summary(sum, info, unavailable);
+
+  std::vector<std::string> lines = lines_of(contents(tmp.f));
+  ASSERT_EQ(lines.size(), 2u);  // JSON Lines: the interval, then the summary
+
+  nlohmann::json iv = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(iv["type"], "interval");
+  EXPECT_TRUE(iv["timestamp"].is_string());
+  EXPECT_EQ(iv["interval_s"], 2);
+  ASSERT_TRUE(iv.contains("app"));
+  EXPECT_EQ(iv["app"]["requests"], 20);                 // 30 - 10
+  EXPECT_EQ(iv["app"]["bytes"]["sda"], 500);            // 1500 - 1000
+  EXPECT_EQ(iv["app"]["bytes"]["sdb"], 64);
+  EXPECT_EQ(iv["app"]["queue_depth"]["q1"], 7);         // gauge: the latest
+  EXPECT_EQ(iv["proc"]["rss_bytes"], 3 * 1024 * 1024);  // gauge: the latest
+
+  nlohmann::json s = nlohmann::json::parse(lines[1]);
+  EXPECT_EQ(s["type"], "summary");
+  EXPECT_EQ(s["mode"], "run");
+  EXPECT_EQ(s["command"], (std::vector<std::string>{"make", "-j4"}));
+  EXPECT_EQ(s["pid"], 4242);
+  EXPECT_EQ(s["exit_code"], 3);
+  EXPECT_FALSE(s.contains("signal"));
+  EXPECT_EQ(s["end_reason"], "exited");
+  EXPECT_EQ(s["duration_s"], 4);
+  // An unlabeled gauge: <summary_key>_min and _max over every observation.
+  EXPECT_EQ(s["proc_rss_min"], 1 * 1024 * 1024);
+  EXPECT_EQ(s["proc_rss_max"], 3 * 1024 * 1024);
+  EXPECT_FALSE(s.contains("proc_rss_bytes_min"));
+  // An unlabeled counter: its run total under <family>_<name>.
+  EXPECT_EQ(s["app_requests"], 35);  // 45 - 10
+  // Labeled metrics nest by family, name and label value.
+  EXPECT_EQ(s["app"]["bytes"]["sda"], 700);
+  EXPECT_EQ(s["app"]["bytes"]["sdb"], 64);
+  EXPECT_EQ(s["app"]["queue_depth"]["q1"]["min"], 3);
+  EXPECT_EQ(s["app"]["queue_depth"]["q1"]["max"], 7);
+  ASSERT_TRUE(s["unavailable"].is_object());
+  EXPECT_EQ(s["unavailable"].size(), 2u);
+  EXPECT_EQ(s["unavailable"]["pmc"], "no PMU in this VM");
+  EXPECT_EQ(s["unavailable"]["numa"], "no NUMA nodes");
+  EXPECT_EQ(s["self"]["missed_ticks"], 2);
+}
+
+TEST(JsonSink, EmptyUnavailableIsAnObjectAndFractionsSurvive) {
+  Aggregator agg;
+  agg.observe({{&kReqs, {}, 0.25, {}}}, t0);
+  agg.observe({{&kReqs, {}, 1.0, {}}}, t0 + seconds(1));
+  TmpFile tmp;
+  ASSERT_NE(tmp.f, nullptr);
+  auto sink = make_json_sink(tmp.f);
+  RunInfo info;
+  info.mode = "system";
+  info.end_reason = "interrupted";
+  sink->summary(agg.summary(t0 + seconds(1)), info, {});
+  std::vector<std::string> lines = lines_of(contents(tmp.f));
+  ASSERT_EQ(lines.size(), 1u);
+  nlohmann::json s = nlohmann::json::parse(lines[0]);
+  EXPECT_TRUE(s["unavailable"].is_object());
+  EXPECT_TRUE(s["unavailable"].empty());
+  EXPECT_DOUBLE_EQ(s["app_requests"].get<double>(), 0.75);
+  EXPECT_FALSE(s.contains("exit_code"));
+  EXPECT_FALSE(s.contains("pid"));
+  EXPECT_FALSE(s.contains("command"));
+}
+
+Samples tree_samples(double seen, double procs, double threads, double rss, double user, double sys) {
+  return {
+      {&kSeen, {}, seen, {}},       {&kProcs, {}, procs, {}}, {&kThreads, {}, threads, {}},
+      {&kTreeRss, {}, rss, {}},     {&kUser, {}, user, {}},   {&kSystem, {}, sys, {}},
+  };
+}
+
+TEST(TextSink, ProcessTreeSummaryAndUnavailable) {
+  Aggregator agg;
+  agg.observe(tree_samples(1, 1, 1, 1 * kMiB, 0.5, 0.1), t0);
+  agg.observe(tree_samples(3, 2, 5, 3 * kMiB, 1.0, 0.3), t0 + seconds(1));
+  agg.observe(tree_samples(3, 1, 2, 2 * kMiB, 1.5, 0.6), t0 + seconds(2));
+  agg.observe({{&kReqs, {}, 10, {}}}, t0 + seconds(2));
+  IntervalRecord rec = agg.close_interval(t0 + seconds(2));
+
+  TmpFile tmp;
+  ASSERT_NE(tmp.f, nullptr);
+  auto sink = make_text_sink(tmp.f);
+  sink->interval(rec);
+  std::string interval_text = contents(tmp.f);
+  // Over 2 s: user 1.0 s (50%), system 0.5 s (25%); the latest gauges.
+  EXPECT_NE(interval_text.find("tree     1 procs 2 threads  cpu 75.0% (user 50.0% sys 25.0%)  rss 2.0 MiB"),
+            std::string::npos)
+      << interval_text;
+  // A family the sink does not lay out is printed generically.
+  EXPECT_NE(interval_text.find("app      requests=0"), std::string::npos) << interval_text;
+
+  RunInfo info;
+  info.mode = "run";
+  info.command = {"sleep", "1"};
+  info.pid = 42;
+  info.exit_code = 0;
+  info.end_reason = "exited";
+  std::vector<Unavailable> unavailable{{"pmc", "no PMU in this VM"}};
+  sink->summary(agg.summary(t0 + seconds(2)), info, unavailable);
+  std::string all = contents(tmp.f);
+  std::string text = all.substr(interval_text.size());
+  EXPECT_EQ(text.rfind("=== perf-monitor summary\n", 0), 0u) << text;
+  EXPECT_NE(text.find("command  sleep 1 (pid 42) exited with status 0 after 2.00 s (exited)"), std::string::npos)
+      << text;
+  // processes_seen's maximum, processes' and threads' maxima.
+  EXPECT_NE(text.find("tree     3 processes seen, at most 2 at once, at most 5 threads\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("user 1.000 s  system 0.500 s  (75.0% of one CPU)"), std::string::npos) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(\n  rss +max +3\.0 MiB +min +1\.0 MiB\n)"))) << text;
+  EXPECT_NE(text.find("not available: pmc: no PMU in this VM\n"), std::string::npos) << text;
+}
+
+TEST(TextSink, PartialProcessTreeDoesNotCrash) {
+  // Only some of the family's metrics: the summary must not rely on the others being there.
+  Aggregator agg;
+  agg.observe({{&kSeen, {}, 4, {}}, {&kProcs, {}, 2, {}}}, t0);
+  agg.observe({{&kSeen, {}, 6, {}}, {&kProcs, {}, 3, {}}}, t0 + seconds(1));
+  TmpFile tmp;
+  ASSERT_NE(tmp.f, nullptr);
+  auto sink = make_text_sink(tmp.f);
+  RunInfo info;
+  info.mode = "attach";
+  info.pid = 7;
+  info.end_reason = "interrupted";
+  sink->summary(agg.summary(t0 + seconds(1)), info, {{"thermal", "no thermal zones"}});
+  std::string text = contents(tmp.f);
+  EXPECT_NE(text.find("tree     6 processes seen, at most 3 at once, at most 0 threads\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pid      7"), std::string::npos) << text;
+  EXPECT_NE(text.find("not available: thermal: no thermal zones\n"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace pm
