@@ -1,7 +1,8 @@
 // Workloads with known behaviour, for the integration tests and benchmarks: the truth they
 // measure perf-monitor against.
 //
-//   pm-workload touch MIB HOLD_MS        map MIB of anonymous memory, touch every page, hold
+//   pm-workload touch MIB HOLD_MS        wait 250 ms (so a monitor sees the small process first),
+//                                        map MIB of anonymous memory, touch every page, hold
 //   pm-workload write MIB PATH           write MIB to PATH in 1 MiB chunks, fsync, unlink
 //   pm-workload spin MS                  burn MS milliseconds of CPU time
 //   pm-workload children N MIB WMIB MS   N children each touch MIB, write WMIB (fsync) and spin
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
   std::string mode = argv[1];
   auto arg = [&](int i) { return i < argc ? std::atol(argv[i]) : 0L; };
   if (mode == "touch" && argc == 4) {
+    sleep_ms(250);
     touch(static_cast<size_t>(arg(2)), arg(3));
   } else if (mode == "write" && argc == 4) {
     write_file(static_cast<size_t>(arg(2)), argv[3]);
