@@ -60,8 +60,8 @@ void ProcessTreeCollect(benchmark::State& state) {
   }
   state.counters["processes"] = static_cast<double>(tree.live());
   // Time per process read: iterations * n processes, inverted into seconds per process.
-  state.counters["per_process"] =
-      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_process"] = benchmark::Counter(
+      static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   ::kill(-root, SIGKILL);
   ::waitpid(root, nullptr, 0);
 }

@@ -33,9 +33,12 @@ struct SourceEntry {
 };
 
 const SourceEntry kFileSources[] = {
-    {"cpu", &Config::cpu, make_cpu_source, false, "CPU time by mode per CPU, switches, forks, load (/proc/stat, /proc/loadavg)"},
-    {"memory", &Config::memory, make_memory_source, false, "memory used/cached/anon/swap, faults, swapping (/proc/meminfo, /proc/vmstat)"},
-    {"pressure", &Config::pressure, make_pressure_source, false, "pressure stall information for cpu, io, memory (/proc/pressure)"},
+    {"cpu", &Config::cpu, make_cpu_source, false,
+     "CPU time by mode per CPU, switches, forks, load (/proc/stat, /proc/loadavg)"},
+    {"memory", &Config::memory, make_memory_source, false,
+     "memory used/cached/anon/swap, faults, swapping (/proc/meminfo, /proc/vmstat)"},
+    {"pressure", &Config::pressure, make_pressure_source, false,
+     "pressure stall information for cpu, io, memory (/proc/pressure)"},
     {"numa", &Config::numa, make_numa_source, true, "memory per NUMA node (/sys/devices/system/node)"},
     {"thermal", &Config::thermal, make_thermal_source, true, "thermal zones and trip points (/sys/class/thermal)"},
 };

@@ -1,7 +1,7 @@
 #include "cli/options.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "core/duration.h"
 #include "core/version.h"

@@ -6,12 +6,18 @@ namespace pm {
 
 std::string_view unit_name(Unit u) {
   switch (u) {
-    case Unit::kBytes: return "bytes";
-    case Unit::kSeconds: return "seconds";
-    case Unit::kJoules: return "joules";
-    case Unit::kCelsius: return "celsius";
-    case Unit::kPercent: return "percent";
-    case Unit::kNone: break;
+    case Unit::kBytes:
+      return "bytes";
+    case Unit::kSeconds:
+      return "seconds";
+    case Unit::kJoules:
+      return "joules";
+    case Unit::kCelsius:
+      return "celsius";
+    case Unit::kPercent:
+      return "percent";
+    case Unit::kNone:
+      break;
   }
   return "";
 }
@@ -83,9 +89,8 @@ void Aggregator::observe(const Samples& samples, MonoClock::time_point now) {
 namespace {
 
 bool labels_subset(const Labels& small, const Labels& big) {
-  return std::all_of(small.begin(), small.end(), [&](const auto& kv) {
-    return std::find(big.begin(), big.end(), kv) != big.end();
-  });
+  return std::all_of(small.begin(), small.end(),
+                     [&](const auto& kv) { return std::find(big.begin(), big.end(), kv) != big.end(); });
 }
 
 std::vector<uint64_t> bucket_delta(const std::vector<uint64_t>& now, const std::vector<uint64_t>& then) {

@@ -18,10 +18,10 @@ using MonoClock = std::chrono::steady_clock;
 struct IntervalValue {
   const MetricDesc* desc = nullptr;
   const Labels* labels = nullptr;  // points into the aggregator; valid until the next call
-  double value = 0;  // gauge: latest; counter: delta over the interval; ratio: its value
-  double rate = 0;   // counter: delta per second
-  double min = 0, max = 0;        // gauge: extrema of the observations in the interval
-  std::vector<uint64_t> buckets;  // histogram: counts added in the interval
+  double value = 0;                // gauge: latest; counter: delta over the interval; ratio: its value
+  double rate = 0;                 // counter: delta per second
+  double min = 0, max = 0;         // gauge: extrema of the observations in the interval
+  std::vector<uint64_t> buckets;   // histogram: counts added in the interval
 };
 
 struct IntervalRecord {
@@ -33,7 +33,7 @@ struct IntervalRecord {
 struct SummaryValue {
   const MetricDesc* desc = nullptr;
   const Labels* labels = nullptr;
-  double value = 0;  // counter: total over the run; gauge: last value; ratio: over the run
+  double value = 0;         // counter: total over the run; gauge: last value; ratio: over the run
   double min = 0, max = 0;  // gauge: extrema over every observation of the run
   std::vector<uint64_t> buckets;
 };

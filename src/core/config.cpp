@@ -84,8 +84,8 @@ class Section {
     return {};
   }
   Status type_error(std::string_view key, const toml::node& n, const char* what) const {
-    return make_error(Errc::kInvalidArgument, where(origin_, n.source()) + ": [" + name_ + "] " +
-                                                  std::string(key) + " must be " + what);
+    return make_error(Errc::kInvalidArgument,
+                      where(origin_, n.source()) + ": [" + name_ + "] " + std::string(key) + " must be " + what);
   }
 
   std::string_view origin_;
@@ -100,10 +100,13 @@ Status apply_section(std::string_view origin, const std::string& name, const tom
     std::string format;
     PM_TRY(s.get("format", format));
     if (!format.empty()) {
-      if (format == "text") c.format = OutputFormat::kText;
-      else if (format == "json") c.format = OutputFormat::kJson;
-      else return make_error(Errc::kInvalidArgument, where(origin, t.get("format")->source()) +
-                                                         ": [output] format must be \"text\" or \"json\"");
+      if (format == "text")
+        c.format = OutputFormat::kText;
+      else if (format == "json")
+        c.format = OutputFormat::kJson;
+      else
+        return make_error(Errc::kInvalidArgument,
+                          where(origin, t.get("format")->source()) + ": [output] format must be \"text\" or \"json\"");
     }
     PM_TRY(s.get("file", c.output_path));
     PM_TRY(s.get_seconds("interval_secs", c.interval));
@@ -158,8 +161,8 @@ Status apply_toml(std::string_view text, std::string_view origin, Config& config
     if (name == "probes") {
       const toml::array* arr = node.as_array();
       if (arr == nullptr || !arr->is_array_of_tables()) {
-        return make_error(Errc::kInvalidArgument, where(origin, node.source()) +
-                                                      ": probes must be written as [[probes]] tables");
+        return make_error(Errc::kInvalidArgument,
+                          where(origin, node.source()) + ": probes must be written as [[probes]] tables");
       }
       for (const toml::node& p : *arr) {
         Section s(origin, "[probes]", *p.as_table());

@@ -21,9 +21,9 @@ struct ProbeSpec {
 struct Config {
   // [output]
   OutputFormat format = OutputFormat::kText;
-  std::string output_path;                 // empty: standard output
+  std::string output_path;  // empty: standard output
   Duration interval = std::chrono::seconds(1);
-  std::optional<Duration> duration;        // stop after this long
+  std::optional<Duration> duration;  // stop after this long
   // [process_tree]: how often the target's tree is walked and read. Unset: 100 ms in `run`,
   // the output interval in `attach`.
   std::optional<Duration> tree_interval;

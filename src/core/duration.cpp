@@ -13,12 +13,18 @@ Result<Duration> parse_duration(std::string_view text) {
   std::string_view unit = unit_at == std::string_view::npos ? "s" : s.substr(unit_at);
   auto value = parse_double(number);
   double scale = 0;
-  if (unit == "ns") scale = 1;
-  else if (unit == "us") scale = 1e3;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "s") scale = 1e9;
-  else if (unit == "m") scale = 60e9;
-  else if (unit == "h") scale = 3600e9;
+  if (unit == "ns")
+    scale = 1;
+  else if (unit == "us")
+    scale = 1e3;
+  else if (unit == "ms")
+    scale = 1e6;
+  else if (unit == "s")
+    scale = 1e9;
+  else if (unit == "m")
+    scale = 60e9;
+  else if (unit == "h")
+    scale = 3600e9;
   if (!value || scale == 0 || !std::isfinite(*value) || *value <= 0) {
     return make_error(Errc::kInvalidArgument, "invalid duration '" + std::string(text) +
                                                   "': write a positive number with a unit, e.g. 100ms, 1s, 2m");

@@ -84,7 +84,7 @@ Status EventLoop::run() {
     }
     for (int i = 0; i < n && running_; ++i) {
       auto it = handlers_.find(events[static_cast<size_t>(i)].data.fd);
-      if (it == handlers_.end()) continue;  // removed by an earlier callback in this batch
+      if (it == handlers_.end()) continue;      // removed by an earlier callback in this batch
       std::shared_ptr<Handler> h = it->second;  // keeps it alive if the callback removes itself
       if (h->is_timer) {
         uint64_t expirations = 0;

@@ -63,7 +63,7 @@ class JsonSink final : public Sink {
         Json value = d.kind == MetricKind::kHistogram ? histogram(v.value, v.buckets)
                      : d.kind == MetricKind::kGauge && d.unit != Unit::kPercent
                          ? Json{{"min", number(v.min)}, {"max", number(v.max)}}
-                                                     : number(v.value);
+                         : number(v.value);
         place(j, d, *v.labels, std::move(value));
       } else if (d.kind == MetricKind::kGauge && d.unit != Unit::kPercent) {
         j[summary_key(d) + "_min"] = number(v.min);

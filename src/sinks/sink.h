@@ -15,14 +15,14 @@ namespace pm {
 
 // What the run summary says about the monitored target, besides its metrics.
 struct RunInfo {
-  std::string mode;                   // "system", "run" or "attach"
-  std::vector<std::string> command;   // run
-  int pid = 0;                        // run and attach
-  std::optional<int> exit_code;       // run: the command's status (128+signal when killed)
-  std::optional<int> signal;          // run: the signal that killed the command
-  std::string end_reason;             // "exited", "interrupted", "duration"
-  uint64_t missed_ticks = 0;          // timer expirations the loop served late
-  uint64_t proc_event_overruns = 0;   // fork/exit notifications the kernel dropped
+  std::string mode;                  // "system", "run" or "attach"
+  std::vector<std::string> command;  // run
+  int pid = 0;                       // run and attach
+  std::optional<int> exit_code;      // run: the command's status (128+signal when killed)
+  std::optional<int> signal;         // run: the signal that killed the command
+  std::string end_reason;            // "exited", "interrupted", "duration"
+  uint64_t missed_ticks = 0;         // timer expirations the loop served late
+  uint64_t proc_event_overruns = 0;  // fork/exit notifications the kernel dropped
 };
 
 class Sink {

@@ -24,9 +24,13 @@ double val(const ValueIndex<V>& ix, std::string_view family, std::string_view na
 template <typename V>
 double rate_of(const V& v, double seconds);
 template <>
-double rate_of(const IntervalValue& v, double /*seconds*/) { return v.rate; }
+double rate_of(const IntervalValue& v, double /*seconds*/) {
+  return v.rate;
+}
 template <>
-double rate_of(const SummaryValue& v, double seconds) { return seconds > 0 ? v.value / seconds : 0; }
+double rate_of(const SummaryValue& v, double seconds) {
+  return seconds > 0 ? v.value / seconds : 0;
+}
 
 // Lines shared by the interval block and the summary (where rates are over the whole run).
 template <typename V>
@@ -51,7 +55,8 @@ void system_lines(std::string& s, const std::vector<V>& values, double seconds) 
     s += " busy\n";
   }
   if (ix.find("sched", "context_switches") != nullptr) {
-    s += fmt::format("sched    switches {:.0f}/s  forks {:.0f}/s", rate("sched", "context_switches"), rate("sched", "forks"));
+    s += fmt::format("sched    switches {:.0f}/s  forks {:.0f}/s", rate("sched", "context_switches"),
+                     rate("sched", "forks"));
     if (ix.find("sched", "load1") != nullptr) {
       s += fmt::format("  running {:.0f}  blocked {:.0f}  load {:.2f} {:.2f} {:.2f}", val(ix, "sched", "procs_running"),
                        val(ix, "sched", "procs_blocked"), val(ix, "sched", "load1"), val(ix, "sched", "load5"),
@@ -65,16 +70,17 @@ void system_lines(std::string& s, const std::vector<V>& values, double seconds) 
                      human_bytes(val(ix, "memory", "used_bytes")), human_bytes(val(ix, "memory", "cached_bytes")),
                      human_bytes(val(ix, "memory", "anon_bytes")), human_bytes(val(ix, "memory", "free_bytes")),
                      human_bytes(swap_total - val(ix, "memory", "swap_free_bytes")), human_bytes(swap_total));
-    s += fmt::format("paging   faults {:.0f}/s  major {:.0f}/s  swap in {}/s  out {}/s\n", rate("memory", "page_faults"),
-                     rate("memory", "major_faults"), human_bytes(rate("memory", "swap_in_bytes")),
-                     human_bytes(rate("memory", "swap_out_bytes")));
+    s += fmt::format("paging   faults {:.0f}/s  major {:.0f}/s  swap in {}/s  out {}/s\n",
+                     rate("memory", "page_faults"), rate("memory", "major_faults"),
+                     human_bytes(rate("memory", "swap_in_bytes")), human_bytes(rate("memory", "swap_out_bytes")));
   }
   if (ix.find("pressure", "stall_seconds") != nullptr) {
     s += "psi     ";
     for (const char* res : {"cpu", "io", "memory"}) {
       for (const char* kind : {"some", "full"}) {
         if (ix.find("pressure", "stall_seconds", {{"resource", res}, {"kind", kind}}) == nullptr) continue;
-        s += fmt::format(" {} {} {}", res, kind, pct(100 * rate("pressure", "stall_seconds", {{"resource", res}, {"kind", kind}})));
+        s += fmt::format(" {} {} {}", res, kind,
+                         pct(100 * rate("pressure", "stall_seconds", {{"resource", res}, {"kind", kind}})));
       }
     }
     s += "\n";
@@ -150,9 +156,12 @@ class TextSink final : public Sink {
       std::string cmd;
       for (const auto& a : info.command) cmd += (cmd.empty() ? "" : " ") + a;
       s += fmt::format("command  {} (pid {}) ", cmd, info.pid);
-      if (info.signal) s += fmt::format("killed by signal {}", *info.signal);
-      else if (info.exit_code) s += fmt::format("exited with status {}", *info.exit_code);
-      else s += "still running";
+      if (info.signal)
+        s += fmt::format("killed by signal {}", *info.signal);
+      else if (info.exit_code)
+        s += fmt::format("exited with status {}", *info.exit_code);
+      else
+        s += "still running";
     } else if (info.mode == "attach") {
       s += fmt::format("pid      {} ", info.pid);
     } else {
@@ -185,8 +194,8 @@ class TextSink final : public Sink {
                        human_bytes(val(ix, "process_tree", "io_wchar_bytes")));
       s += fmt::format("  faults   minor {:.0f}  major {:.0f}\n", val(ix, "process_tree", "minor_faults"),
                        val(ix, "process_tree", "major_faults"));
-      s += fmt::format("  switches voluntary {:.0f}  involuntary {:.0f}\n", val(ix, "process_tree", "voluntary_switches"),
-                       val(ix, "process_tree", "involuntary_switches"));
+      s += fmt::format("  switches voluntary {:.0f}  involuntary {:.0f}\n",
+                       val(ix, "process_tree", "voluntary_switches"), val(ix, "process_tree", "involuntary_switches"));
       s += "system over the run:\n";
     }
     system_lines(s, rec.values, rec.seconds);

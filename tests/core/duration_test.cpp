@@ -50,8 +50,8 @@ TEST(Duration, FormatsInTheLargestExactUnit) {
 }
 
 TEST(Duration, FormatRoundTrips) {
-  for (Duration d : {Duration(1s), Duration(100ms), Duration(1500ms), Duration(120s), Duration(250us),
-                     Duration(1001us), Duration(7ns), Duration(3600s)}) {
+  for (Duration d : {Duration(1s), Duration(100ms), Duration(1500ms), Duration(120s), Duration(250us), Duration(1001us),
+                     Duration(7ns), Duration(3600s)}) {
     auto back = parse_duration(format_duration(d));
     ASSERT_TRUE(back.ok()) << format_duration(d);
     EXPECT_EQ(*back, d) << format_duration(d);

@@ -61,18 +61,22 @@ TEST(EventLoop, FdCallbackWhenPipeIsWritten) {
   Pipe p;
   char got = 0;
   int calls = 0;
-  ASSERT_TRUE(loop->add_fd(p.r.get(), [&] {
-                    ++calls;
-                    EXPECT_EQ(::read(p.r.get(), &got, 1), 1);
-                    loop->stop();
-                  }).ok());
+  ASSERT_TRUE(loop->add_fd(p.r.get(),
+                           [&] {
+                             ++calls;
+                             EXPECT_EQ(::read(p.r.get(), &got, 1), 1);
+                             loop->stop();
+                           })
+                  .ok());
   // Written from a timer, once the loop is already waiting.
   ASSERT_TRUE(loop->add_timer(10ms, [&] { EXPECT_EQ(::write(p.w.get(), "x", 1), 1); }).ok());
   bool timed_out = false;
-  ASSERT_TRUE(loop->add_timer(2s, [&] {
-                    timed_out = true;
-                    loop->stop();
-                  }).ok());
+  ASSERT_TRUE(loop->add_timer(2s,
+                              [&] {
+                                timed_out = true;
+                                loop->stop();
+                              })
+                  .ok());
   ASSERT_TRUE(loop->run().ok());
   EXPECT_FALSE(timed_out);
   EXPECT_EQ(calls, 1);
@@ -84,10 +88,12 @@ TEST(EventLoop, HungUpPipeCallsBack) {
   ASSERT_NE(loop, nullptr);
   Pipe p;
   bool called = false;
-  ASSERT_TRUE(loop->add_fd(p.r.get(), [&] {
-                    called = true;
-                    loop->stop();
-                  }).ok());
+  ASSERT_TRUE(loop->add_fd(p.r.get(),
+                           [&] {
+                             called = true;
+                             loop->stop();
+                           })
+                  .ok());
   p.w.reset();  // the writer goes away: EPOLLHUP on the read end
   ASSERT_TRUE(loop->add_timer(2s, [&] { loop->stop(); }).ok());
   ASSERT_TRUE(loop->run().ok());
@@ -139,12 +145,14 @@ TEST(EventLoop, RemovedFdCanBeAddedAgain) {
   ASSERT_TRUE(loop->add_fd(p.r.get(), [&] { ++first; }).ok());
   loop->remove(p.r.get());
   loop->remove(p.r.get());  // removing twice is harmless
-  ASSERT_TRUE(loop->add_fd(p.r.get(), [&] {
-                    ++second;
-                    char c = 0;
-                    EXPECT_EQ(::read(p.r.get(), &c, 1), 1);
-                    loop->stop();
-                  }).ok());
+  ASSERT_TRUE(loop->add_fd(p.r.get(),
+                           [&] {
+                             ++second;
+                             char c = 0;
+                             EXPECT_EQ(::read(p.r.get(), &c, 1), 1);
+                             loop->stop();
+                           })
+                  .ok());
   ASSERT_EQ(::write(p.w.get(), "y", 1), 1);
   ASSERT_TRUE(loop->add_timer(2s, [&] { loop->stop(); }).ok());
   ASSERT_TRUE(loop->run().ok());
@@ -181,12 +189,14 @@ TEST(EventLoop, WatchSignalsDeliversSigusr1) {
     uint32_t signo = 0;
     uint32_t sender = 0;
     int calls = 0;
-    ASSERT_TRUE(loop->watch_signals({SIGUSR1}, [&](const signalfd_siginfo& info) {
-                      ++calls;
-                      signo = info.ssi_signo;
-                      sender = info.ssi_pid;
-                      loop->stop();
-                    }).ok());
+    ASSERT_TRUE(loop->watch_signals({SIGUSR1},
+                                    [&](const signalfd_siginfo& info) {
+                                      ++calls;
+                                      signo = info.ssi_signo;
+                                      sender = info.ssi_pid;
+                                      loop->stop();
+                                    })
+                    .ok());
     // The signal is now blocked: raising it marks it pending instead of killing the process.
     sigset_t now;
     ASSERT_EQ(::sigprocmask(SIG_BLOCK, nullptr, &now), 0);
@@ -194,10 +204,12 @@ TEST(EventLoop, WatchSignalsDeliversSigusr1) {
 
     ASSERT_EQ(::kill(::getpid(), SIGUSR1), 0);
     bool timed_out = false;
-    ASSERT_TRUE(loop->add_timer(2s, [&] {
-                      timed_out = true;
-                      loop->stop();
-                    }).ok());
+    ASSERT_TRUE(loop->add_timer(2s,
+                                [&] {
+                                  timed_out = true;
+                                  loop->stop();
+                                })
+                    .ok());
     ASSERT_TRUE(loop->run().ok());
     EXPECT_FALSE(timed_out);
     EXPECT_EQ(calls, 1);

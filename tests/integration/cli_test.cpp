@@ -43,7 +43,7 @@ TEST(Cli, ListSaysWhatIsAvailableAndWhyNot) {
   for (const char* s : {"cpu", "memory", "pressure", "numa", "thermal", "process_tree", "pmc"}) {
     EXPECT_NE(o.out.find(s), std::string::npos) << s;
   }
-  struct stat st{};
+  struct stat st {};
   if (::stat("/sys/class/thermal/thermal_zone0", &st) != 0) {
     EXPECT_NE(o.out.find("no thermal zones"), std::string::npos) << o.out;
   }

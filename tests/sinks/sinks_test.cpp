@@ -32,7 +32,7 @@ const MetricDesc kProcs{"process_tree", "processes", K::kGauge, Unit::kNone, "",
 const MetricDesc kThreads{"process_tree", "threads", K::kGauge, Unit::kNone, "", "proc_threads"};
 const MetricDesc kTreeRss{"process_tree", "rss_bytes", K::kGauge, Unit::kBytes, "", "proc_rss"};
 const MetricDesc kUser{"process_tree", "cpu_user_seconds", K::kCounter, Unit::kSeconds, "", "proc_cpu_user_seconds"};
-const MetricDesc kSystem{"process_tree", "cpu_system_seconds", K::kCounter, Unit::kSeconds, "",
+const MetricDesc kSystem{"process_tree",           "cpu_system_seconds", K::kCounter, Unit::kSeconds, "",
                          "proc_cpu_system_seconds"};
 
 const MonoClock::time_point t0{seconds(500)};
@@ -112,8 +112,8 @@ TEST(JsonSink, IntervalAndSummary) {
   EXPECT_TRUE(iv["timestamp"].is_string());
   EXPECT_EQ(iv["interval_s"], 2);
   ASSERT_TRUE(iv.contains("app"));
-  EXPECT_EQ(iv["app"]["requests"], 20);                 // 30 - 10
-  EXPECT_EQ(iv["app"]["bytes"]["sda"], 500);            // 1500 - 1000
+  EXPECT_EQ(iv["app"]["requests"], 20);       // 30 - 10
+  EXPECT_EQ(iv["app"]["bytes"]["sda"], 500);  // 1500 - 1000
   EXPECT_EQ(iv["app"]["bytes"]["sdb"], 64);
   EXPECT_EQ(iv["app"]["queue_depth"]["q1"], 7);         // gauge: the latest
   EXPECT_EQ(iv["proc"]["rss_bytes"], 3 * 1024 * 1024);  // gauge: the latest
@@ -169,8 +169,8 @@ TEST(JsonSink, EmptyUnavailableIsAnObjectAndFractionsSurvive) {
 
 Samples tree_samples(double seen, double procs, double threads, double rss, double user, double sys) {
   return {
-      {&kSeen, {}, seen, {}},       {&kProcs, {}, procs, {}}, {&kThreads, {}, threads, {}},
-      {&kTreeRss, {}, rss, {}},     {&kUser, {}, user, {}},   {&kSystem, {}, sys, {}},
+      {&kSeen, {}, seen, {}},   {&kProcs, {}, procs, {}}, {&kThreads, {}, threads, {}},
+      {&kTreeRss, {}, rss, {}}, {&kUser, {}, user, {}},   {&kSystem, {}, sys, {}},
   };
 }
 
@@ -208,8 +208,7 @@ TEST(TextSink, ProcessTreeSummaryAndUnavailable) {
   EXPECT_NE(text.find("command  sleep 1 (pid 42) exited with status 0 after 2.00 s (exited)"), std::string::npos)
       << text;
   // processes_seen's maximum, processes' and threads' maxima.
-  EXPECT_NE(text.find("tree     3 processes seen, at most 2 at once, at most 5 threads\n"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("tree     3 processes seen, at most 2 at once, at most 5 threads\n"), std::string::npos) << text;
   EXPECT_NE(text.find("user 1.000 s  system 0.500 s  (75.0% of one CPU)"), std::string::npos) << text;
   EXPECT_TRUE(std::regex_search(text, std::regex(R"(\n  rss +max +3\.0 MiB +min +1\.0 MiB\n)"))) << text;
   EXPECT_NE(text.find("not available: pmc: no PMU in this VM\n"), std::string::npos) << text;
@@ -229,8 +228,7 @@ TEST(TextSink, PartialProcessTreeDoesNotCrash) {
   info.end_reason = "interrupted";
   sink->summary(agg.summary(t0 + seconds(1)), info, {{"thermal", "no thermal zones"}});
   std::string text = contents(tmp.f);
-  EXPECT_NE(text.find("tree     6 processes seen, at most 3 at once, at most 0 threads\n"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("tree     6 processes seen, at most 3 at once, at most 0 threads\n"), std::string::npos) << text;
   EXPECT_NE(text.find("pid      7"), std::string::npos) << text;
   EXPECT_NE(text.find("not available: thermal: no thermal zones\n"), std::string::npos) << text;
 }

@@ -46,8 +46,8 @@ struct U64Field {
 // Shared driver for the "Key: value [kB]" files. Unknown keys are skipped because the kernel adds
 // new ones over time; known keys with unparsable values are errors.
 template <typename T, size_t N>
-Status parse_key_values(std::string_view text, std::string_view file,
-                        const std::array<U64Field<T>, N>& fields, T& out) {
+Status parse_key_values(std::string_view text, std::string_view file, const std::array<U64Field<T>, N>& fields,
+                        T& out) {
   std::array<bool, N> seen{};
   std::optional<Error> err;
   for_each_line(text, [&](std::string_view line) {
@@ -57,8 +57,7 @@ Status parse_key_values(std::string_view text, std::string_view file,
       if (fields[i].key != key) continue;
       std::optional<uint64_t> v = parse_size(rest);
       if (!v) {
-        err = parse_error(file, "bad value for " + std::string(key) + ": '" +
-                                    std::string(trim(rest)) + "'");
+        err = parse_error(file, "bad value for " + std::string(key) + ": '" + std::string(trim(rest)) + "'");
         return;
       }
       out.*fields[i].member = *v;
@@ -76,9 +75,21 @@ Status parse_key_values(std::string_view text, std::string_view file,
 // Fixed-position fields of /proc/PID/stat counted after the ")" that closes comm: index 0 is
 // state (field 3 in proc(5)), so rss (field 24) is index 21.
 enum StatIdx : size_t {
-  kState = 0, kPpid = 1, kMinflt = 7, kCminflt = 8, kMajflt = 9, kCmajflt = 10, kUtime = 11,
-  kStime = 12, kCutime = 13, kCstime = 14, kNumThreads = 17, kStarttime = 19, kVsize = 20,
-  kRss = 21, kNeeded = 22,
+  kState = 0,
+  kPpid = 1,
+  kMinflt = 7,
+  kCminflt = 8,
+  kMajflt = 9,
+  kCmajflt = 10,
+  kUtime = 11,
+  kStime = 12,
+  kCutime = 13,
+  kCstime = 14,
+  kNumThreads = 17,
+  kStarttime = 19,
+  kVsize = 20,
+  kRss = 21,
+  kNeeded = 22,
 };
 
 }  // namespace
@@ -105,8 +116,7 @@ Result<PidStat> parse_pid_stat(std::string_view text) {
   for (size_t i = 0; i < kNeeded; ++i) {
     f[i] = next_field(rest);
     if (f[i].empty()) {
-      return parse_error(kFile, "fewer than " + std::to_string(static_cast<size_t>(kNeeded)) +
-                                    " fields after comm");
+      return parse_error(kFile, "fewer than " + std::to_string(static_cast<size_t>(kNeeded)) + " fields after comm");
     }
   }
   if (f[kState].size() != 1) return parse_error(kFile, "bad state '" + std::string(f[kState]) + "'");
@@ -192,8 +202,7 @@ Result<PidStatus> parse_pid_status(std::string_view text) {
     }
     std::optional<int64_t> v = parse_i64(trim(rest));
     if (!v || (target && (*v < 0 || *v > std::numeric_limits<int>::max()))) {
-      err = parse_error(kFile, "bad value for " + std::string(key) + ": '" +
-                                   std::string(trim(rest)) + "'");
+      err = parse_error(kFile, "bad value for " + std::string(key) + ": '" + std::string(trim(rest)) + "'");
       return;
     }
     if (target) *target = static_cast<int>(*v);

@@ -18,11 +18,11 @@ struct PidStat {
   char state = '?';
   int ppid = 0;
   uint64_t minflt = 0, cminflt = 0, majflt = 0, cmajflt = 0;
-  uint64_t utime = 0, stime = 0;    // ticks, this process (all its threads, live and dead)
-  int64_t cutime = 0, cstime = 0;   // ticks, reaped children (and their reaped children)
+  uint64_t utime = 0, stime = 0;   // ticks, this process (all its threads, live and dead)
+  int64_t cutime = 0, cstime = 0;  // ticks, reaped children (and their reaped children)
   int64_t num_threads = 0;
-  uint64_t starttime = 0;           // ticks after boot; with pid, identifies a process
-  uint64_t vsize = 0;               // bytes
+  uint64_t starttime = 0;  // ticks after boot; with pid, identifies a process
+  uint64_t vsize = 0;      // bytes
   int64_t rss_pages = 0;
 };
 Result<PidStat> parse_pid_stat(std::string_view text);

@@ -15,45 +15,82 @@ namespace pm {
 namespace {
 
 using K = MetricKind;
-const MetricDesc kProcesses{"process_tree", "processes", K::kGauge, Unit::kNone,
-                            "Live processes in the tree (zombies excluded)", "proc_processes"};
-const MetricDesc kSeen{"process_tree", "processes_seen", K::kGauge, Unit::kNone,
-                       "Processes that have belonged to the tree so far", "proc_processes_seen"};
-const MetricDesc kThreads{"process_tree", "threads", K::kGauge, Unit::kNone, "Threads in the tree",
-                          "proc_threads"};
-const MetricDesc kVmSize{"process_tree", "vm_size_bytes", K::kGauge, Unit::kBytes,
-                         "Sum of the members' virtual memory sizes", "proc_vm_size"};
-const MetricDesc kRss{"process_tree", "rss_bytes", K::kGauge, Unit::kBytes,
+const MetricDesc kProcesses{
+    "process_tree",  "processes", K::kGauge, Unit::kNone, "Live processes in the tree (zombies excluded)",
+    "proc_processes"};
+const MetricDesc kSeen{
+    "process_tree",       "processes_seen", K::kGauge, Unit::kNone, "Processes that have belonged to the tree so far",
+    "proc_processes_seen"};
+const MetricDesc kThreads{"process_tree", "threads", K::kGauge, Unit::kNone, "Threads in the tree", "proc_threads"};
+const MetricDesc kVmSize{
+    "process_tree", "vm_size_bytes", K::kGauge, Unit::kBytes, "Sum of the members' virtual memory sizes",
+    "proc_vm_size"};
+const MetricDesc kRss{"process_tree",
+                      "rss_bytes",
+                      K::kGauge,
+                      Unit::kBytes,
                       "Sum of the members' RSS (pages shared between members count once per member)",
                       "proc_rss"};
-const MetricDesc kPss{"process_tree", "pss_bytes", K::kGauge, Unit::kBytes,
+const MetricDesc kPss{"process_tree",
+                      "pss_bytes",
+                      K::kGauge,
+                      Unit::kBytes,
                       "Sum of the members' PSS: the tree's share of memory, shared pages split fairly",
                       "proc_pss"};
-const MetricDesc kShared{"process_tree", "shared_bytes", K::kGauge, Unit::kBytes,
+const MetricDesc kShared{"process_tree",
+                         "shared_bytes",
+                         K::kGauge,
+                         Unit::kBytes,
                          "Sum of the members' shared resident pages (Shared_Clean + Shared_Dirty)",
                          "proc_shared"};
-const MetricDesc kAnon{"process_tree", "anon_bytes", K::kGauge, Unit::kBytes,
-                       "Sum of the members' anonymous resident memory", "proc_anon"};
-const MetricDesc kUser{"process_tree", "cpu_user_seconds", K::kCounter, Unit::kSeconds,
-                       "CPU time in user mode, exited members included", "proc_cpu_user_seconds"};
-const MetricDesc kSystem{"process_tree", "cpu_system_seconds", K::kCounter, Unit::kSeconds,
-                         "CPU time in kernel mode, exited members included", "proc_cpu_system_seconds"};
-const MetricDesc kMinflt{"process_tree", "minor_faults", K::kCounter, Unit::kNone,
-                         "Minor page faults, exited members included", "proc_minor_faults"};
-const MetricDesc kMajflt{"process_tree", "major_faults", K::kCounter, Unit::kNone,
-                         "Major page faults, exited members included", "proc_major_faults"};
-const MetricDesc kVcsw{"process_tree", "voluntary_switches", K::kCounter, Unit::kNone,
-                       "Voluntary context switches (the task blocked)", "proc_voluntary_switches"};
-const MetricDesc kIvcsw{"process_tree", "involuntary_switches", K::kCounter, Unit::kNone,
-                        "Involuntary context switches (the task was preempted)", "proc_involuntary_switches"};
-const MetricDesc kReadBytes{"process_tree", "io_read_bytes", K::kCounter, Unit::kBytes,
-                            "Bytes the tree caused to be read from storage", "proc_io_read_bytes"};
-const MetricDesc kWriteBytes{"process_tree", "io_write_bytes", K::kCounter, Unit::kBytes,
-                             "Bytes the tree caused to be written to storage", "proc_io_write_bytes"};
-const MetricDesc kRchar{"process_tree", "io_rchar_bytes", K::kCounter, Unit::kBytes,
-                        "Bytes the tree read with read()-like calls (cache hits included)", "proc_io_rchar"};
-const MetricDesc kWchar{"process_tree", "io_wchar_bytes", K::kCounter, Unit::kBytes,
-                        "Bytes the tree wrote with write()-like calls", "proc_io_wchar"};
+const MetricDesc kAnon{
+    "process_tree", "anon_bytes", K::kGauge, Unit::kBytes, "Sum of the members' anonymous resident memory",
+    "proc_anon"};
+const MetricDesc kUser{"process_tree",
+                       "cpu_user_seconds",
+                       K::kCounter,
+                       Unit::kSeconds,
+                       "CPU time in user mode, exited members included",
+                       "proc_cpu_user_seconds"};
+const MetricDesc kSystem{"process_tree",
+                         "cpu_system_seconds",
+                         K::kCounter,
+                         Unit::kSeconds,
+                         "CPU time in kernel mode, exited members included",
+                         "proc_cpu_system_seconds"};
+const MetricDesc kMinflt{
+    "process_tree",     "minor_faults", K::kCounter, Unit::kNone, "Minor page faults, exited members included",
+    "proc_minor_faults"};
+const MetricDesc kMajflt{
+    "process_tree",     "major_faults", K::kCounter, Unit::kNone, "Major page faults, exited members included",
+    "proc_major_faults"};
+const MetricDesc kVcsw{"process_tree",
+                       "voluntary_switches",
+                       K::kCounter,
+                       Unit::kNone,
+                       "Voluntary context switches (the task blocked)",
+                       "proc_voluntary_switches"};
+const MetricDesc kIvcsw{"process_tree",
+                        "involuntary_switches",
+                        K::kCounter,
+                        Unit::kNone,
+                        "Involuntary context switches (the task was preempted)",
+                        "proc_involuntary_switches"};
+const MetricDesc kReadBytes{
+    "process_tree",      "io_read_bytes", K::kCounter, Unit::kBytes, "Bytes the tree caused to be read from storage",
+    "proc_io_read_bytes"};
+const MetricDesc kWriteBytes{
+    "process_tree",       "io_write_bytes", K::kCounter, Unit::kBytes, "Bytes the tree caused to be written to storage",
+    "proc_io_write_bytes"};
+const MetricDesc kRchar{"process_tree",
+                        "io_rchar_bytes",
+                        K::kCounter,
+                        Unit::kBytes,
+                        "Bytes the tree read with read()-like calls (cache hits included)",
+                        "proc_io_rchar"};
+const MetricDesc kWchar{
+    "process_tree", "io_wchar_bytes", K::kCounter, Unit::kBytes, "Bytes the tree wrote with write()-like calls",
+    "proc_io_wchar"};
 
 // "1234 1240 " -> calls f for each pid
 template <typename F>

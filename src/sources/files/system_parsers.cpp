@@ -41,8 +41,8 @@ Result<CpuTimes> parse_cpu_line(std::string_view label, std::string_view rest) {
     }
     t.cpu = static_cast<int>(*n);
   }
-  std::array<uint64_t*, 10> cols{&t.user,    &t.nice,  &t.system, &t.idle,  &t.iowait,
-                                 &t.irq,     &t.softirq, &t.steal, &t.guest, &t.guest_nice};
+  std::array<uint64_t*, 10> cols{&t.user, &t.nice,    &t.system, &t.idle,  &t.iowait,
+                                 &t.irq,  &t.softirq, &t.steal,  &t.guest, &t.guest_nice};
   size_t n = 0;
   for (std::string_view f = next_field(rest); !f.empty() && n < cols.size(); f = next_field(rest)) {
     std::optional<uint64_t> v = parse_u64(f);
@@ -61,14 +61,22 @@ Result<MemInfo> parse_meminfo_impl(std::string_view text, bool node) {
     uint64_t MemInfo::*member;
   };
   static constexpr std::array<Field, 17> kFields{{
-      {"MemTotal", &MemInfo::mem_total},        {"MemFree", &MemInfo::mem_free},
-      {"Buffers", &MemInfo::buffers},           {"Cached", &MemInfo::cached},
-      {"SwapCached", &MemInfo::swap_cached},    {"Active", &MemInfo::active},
-      {"Inactive", &MemInfo::inactive},         {"AnonPages", &MemInfo::anon_pages},
-      {"Mapped", &MemInfo::mapped},             {"Shmem", &MemInfo::shmem},
-      {"Slab", &MemInfo::slab},                 {"SReclaimable", &MemInfo::s_reclaimable},
-      {"Dirty", &MemInfo::dirty},               {"Writeback", &MemInfo::writeback},
-      {"SwapTotal", &MemInfo::swap_total},      {"SwapFree", &MemInfo::swap_free},
+      {"MemTotal", &MemInfo::mem_total},
+      {"MemFree", &MemInfo::mem_free},
+      {"Buffers", &MemInfo::buffers},
+      {"Cached", &MemInfo::cached},
+      {"SwapCached", &MemInfo::swap_cached},
+      {"Active", &MemInfo::active},
+      {"Inactive", &MemInfo::inactive},
+      {"AnonPages", &MemInfo::anon_pages},
+      {"Mapped", &MemInfo::mapped},
+      {"Shmem", &MemInfo::shmem},
+      {"Slab", &MemInfo::slab},
+      {"SReclaimable", &MemInfo::s_reclaimable},
+      {"Dirty", &MemInfo::dirty},
+      {"Writeback", &MemInfo::writeback},
+      {"SwapTotal", &MemInfo::swap_total},
+      {"SwapFree", &MemInfo::swap_free},
       {"FilePages", &MemInfo::file_pages},
   }};
   MemInfo m;
@@ -167,8 +175,7 @@ Result<ProcStat> parse_proc_stat(std::string_view text) {
     std::string_view rest = line;
     std::string_view label = next_field(rest);
     // Only "cpu" and "cpuN" are CPU lines; any other label is skipped like an unknown key.
-    if (label.substr(0, 3) == "cpu" &&
-        label.find_first_not_of("0123456789", 3) == std::string_view::npos) {
+    if (label.substr(0, 3) == "cpu" && label.find_first_not_of("0123456789", 3) == std::string_view::npos) {
       Result<CpuTimes> t = parse_cpu_line(label, rest);
       if (!t) {
         err = t.error();

@@ -15,18 +15,16 @@ namespace pm::procfs {
 // One "cpu"/"cpuN" line of /proc/stat, in ticks. cpu == -1 for the aggregate line.
 struct CpuTimes {
   int cpu = -1;
-  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0,
-           guest = 0, guest_nice = 0;
+  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0, guest = 0,
+           guest_nice = 0;
   // user and nice already include guest and guest_nice, so those are not added again.
-  [[nodiscard]] uint64_t total() const {
-    return user + nice + system + idle + iowait + irq + softirq + steal;
-  }
+  [[nodiscard]] uint64_t total() const { return user + nice + system + idle + iowait + irq + softirq + steal; }
 };
 
 // /proc/stat
 struct ProcStat {
-  CpuTimes all;                 // the "cpu" line
-  std::vector<CpuTimes> cpus;   // "cpuN" lines in file order (offline CPUs are absent)
+  CpuTimes all;                // the "cpu" line
+  std::vector<CpuTimes> cpus;  // "cpuN" lines in file order (offline CPUs are absent)
   uint64_t ctxt = 0, btime = 0, processes = 0;
   uint64_t procs_running = 0, procs_blocked = 0;
 };
@@ -40,8 +38,8 @@ struct MemInfo {
   uint64_t active = 0, inactive = 0, anon_pages = 0, mapped = 0, shmem = 0;
   uint64_t slab = 0, s_reclaimable = 0, dirty = 0, writeback = 0;
   uint64_t swap_total = 0, swap_free = 0;
-  std::optional<uint64_t> mem_used;       // node meminfo prints MemUsed
-  uint64_t file_pages = 0;                // node meminfo "FilePages" (its page cache)
+  std::optional<uint64_t> mem_used;  // node meminfo prints MemUsed
+  uint64_t file_pages = 0;           // node meminfo "FilePages" (its page cache)
 };
 Result<MemInfo> parse_meminfo(std::string_view text);       // /proc/meminfo
 Result<MemInfo> parse_node_meminfo(std::string_view text);  // nodeN/meminfo

@@ -27,8 +27,7 @@ const MetricDesc kCtxt{"sched", "context_switches", K::kCounter, Unit::kNone,
 const MetricDesc kForks{"sched", "forks", K::kCounter, Unit::kNone,
                         "Processes and threads created (/proc/stat processes)"};
 const MetricDesc kRunning{"sched", "procs_running", K::kGauge, Unit::kNone, "Runnable tasks"};
-const MetricDesc kBlocked{"sched", "procs_blocked", K::kGauge, Unit::kNone,
-                          "Tasks blocked waiting for I/O"};
+const MetricDesc kBlocked{"sched", "procs_blocked", K::kGauge, Unit::kNone, "Tasks blocked waiting for I/O"};
 const MetricDesc kLoad1{"sched", "load1", K::kGauge, Unit::kNone, "Load average over 1 minute"};
 const MetricDesc kLoad5{"sched", "load5", K::kGauge, Unit::kNone, "Load average over 5 minutes"};
 const MetricDesc kLoad15{"sched", "load15", K::kGauge, Unit::kNone, "Load average over 15 minutes"};
@@ -36,12 +35,11 @@ const MetricDesc kLoad15{"sched", "load15", K::kGauge, Unit::kNone, "Load averag
 class CpuSource final : public Source {
  public:
   explicit CpuSource(const FsRoots& roots)
-      : stat_path_(roots.proc + "/stat"), loadavg_path_(roots.proc + "/loadavg"),
+      : stat_path_(roots.proc + "/stat"),
+        loadavg_path_(roots.proc + "/loadavg"),
         tick_seconds_(1.0 / static_cast<double>(::sysconf(_SC_CLK_TCK))) {}
   [[nodiscard]] std::string_view name() const override { return "cpu"; }
-  [[nodiscard]] std::vector<RatioRule> ratios() const override {
-    return {{&kCpuUtil, &kCpuTime, &kCpuTotal, 100.0}};
-  }
+  [[nodiscard]] std::vector<RatioRule> ratios() const override { return {{&kCpuUtil, &kCpuTime, &kCpuTotal, 100.0}}; }
 
   void collect(Samples& out) override {
     if (auto text = reader_.read(stat_path_)) {
@@ -87,31 +85,29 @@ class CpuSource final : public Source {
 // --- memory and paging: /proc/meminfo, /proc/vmstat --------------------------------------------
 
 const MetricDesc kMemTotal{"memory", "total_bytes", K::kGauge, Unit::kBytes, "MemTotal"};
-const MetricDesc kMemUsed{"memory", "used_bytes", K::kGauge, Unit::kBytes,
-                          "Memory in use: MemTotal - MemAvailable", "global_mem_used"};
+const MetricDesc kMemUsed{
+    "memory", "used_bytes", K::kGauge, Unit::kBytes, "Memory in use: MemTotal - MemAvailable", "global_mem_used"};
 const MetricDesc kMemFree{"memory", "free_bytes", K::kGauge, Unit::kBytes, "MemFree"};
 const MetricDesc kMemAvail{"memory", "available_bytes", K::kGauge, Unit::kBytes, "MemAvailable"};
-const MetricDesc kMemCached{"memory", "cached_bytes", K::kGauge, Unit::kBytes,
-                            "Page cache (Cached, includes shmem)", "global_cached"};
+const MetricDesc kMemCached{
+    "memory", "cached_bytes", K::kGauge, Unit::kBytes, "Page cache (Cached, includes shmem)", "global_cached"};
 const MetricDesc kMemBuffers{"memory", "buffers_bytes", K::kGauge, Unit::kBytes, "Buffers"};
-const MetricDesc kMemAnon{"memory", "anon_bytes", K::kGauge, Unit::kBytes,
-                          "Anonymous memory (AnonPages)", "global_anon"};
+const MetricDesc kMemAnon{"memory",     "anon_bytes", K::kGauge, Unit::kBytes, "Anonymous memory (AnonPages)",
+                          "global_anon"};
 const MetricDesc kSwapTotal{"memory", "swap_total_bytes", K::kGauge, Unit::kBytes, "SwapTotal"};
-const MetricDesc kSwapFree{"memory", "swap_free_bytes", K::kGauge, Unit::kBytes, "SwapFree",
-                           "global_swap_free"};
+const MetricDesc kSwapFree{"memory", "swap_free_bytes", K::kGauge, Unit::kBytes, "SwapFree", "global_swap_free"};
 const MetricDesc kPgFault{"memory", "page_faults", K::kCounter, Unit::kNone,
                           "Page faults, minor and major (vmstat pgfault)"};
 const MetricDesc kPgMajFault{"memory", "major_faults", K::kCounter, Unit::kNone,
                              "Major page faults, that needed I/O (vmstat pgmajfault)"};
-const MetricDesc kSwapIn{"memory", "swap_in_bytes", K::kCounter, Unit::kBytes,
-                         "Bytes swapped in (vmstat pswpin)"};
-const MetricDesc kSwapOut{"memory", "swap_out_bytes", K::kCounter, Unit::kBytes,
-                          "Bytes swapped out (vmstat pswpout)"};
+const MetricDesc kSwapIn{"memory", "swap_in_bytes", K::kCounter, Unit::kBytes, "Bytes swapped in (vmstat pswpin)"};
+const MetricDesc kSwapOut{"memory", "swap_out_bytes", K::kCounter, Unit::kBytes, "Bytes swapped out (vmstat pswpout)"};
 
 class MemorySource final : public Source {
  public:
   explicit MemorySource(const FsRoots& roots)
-      : meminfo_path_(roots.proc + "/meminfo"), vmstat_path_(roots.proc + "/vmstat"),
+      : meminfo_path_(roots.proc + "/meminfo"),
+        vmstat_path_(roots.proc + "/vmstat"),
         page_size_(static_cast<double>(::sysconf(_SC_PAGESIZE))) {}
   [[nodiscard]] std::string_view name() const override { return "memory"; }
 
@@ -212,8 +208,7 @@ class NumaSource final : public Source {
 
 // --- thermal zones: /sys/class/thermal/thermal_zoneN --------------------------------------------
 
-const MetricDesc kZoneTemp{"thermal", "temp_celsius", K::kGauge, Unit::kCelsius,
-                           "Temperature of the thermal zone"};
+const MetricDesc kZoneTemp{"thermal", "temp_celsius", K::kGauge, Unit::kCelsius, "Temperature of the thermal zone"};
 const MetricDesc kZoneTrip{"thermal", "trip_celsius", K::kGauge, Unit::kCelsius,
                            "Trip point of the thermal zone (type: passive, hot, critical, ...)"};
 

@@ -60,8 +60,7 @@ TEST(PidStat, CapturedCommWithParenAndSpaces) {
 
 TEST(PidStat, InlineCommEndingInParenSpace) {
   // A comm of ") R 1 (" would fool a parser that stops at the first ')'.
-  auto r = parse_pid_stat(
-      "42 (x) R 1 () S 7 42 42 0 -1 0 11 12 13 14 150 250 -3 4 20 0 3 0 999 4096 5 rest\n");
+  auto r = parse_pid_stat("42 (x) R 1 () S 7 42 42 0 -1 0 11 12 13 14 150 250 -3 4 20 0 3 0 999 4096 5 rest\n");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->pid, 42);
   EXPECT_EQ(r->comm, "x) R 1 (");
