@@ -18,6 +18,7 @@ Result<HeldChild> HeldChild::spawn(const std::vector<std::string>& argv, const s
 
   // argv is built before fork: the child only calls async-signal-safe functions.
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
 

@@ -25,7 +25,8 @@ std::string_view unit_name(Unit u) {
 Aggregator::Aggregator() = default;
 
 std::string Aggregator::key_of(const MetricDesc* d, const Labels& labels) {
-  std::string key(reinterpret_cast<const char*>(&d), sizeof d);
+  // The descriptor's address identifies the metric: descriptors are statics.
+  std::string key = std::to_string(reinterpret_cast<uintptr_t>(d));
   for (const auto& [k, v] : labels) {
     key += k;
     key += '\x1f';

@@ -29,7 +29,10 @@ std::string iso8601(WallClock::time_point t) {
 
 std::string labels_text(const Labels& labels) {
   std::string s;
-  for (const auto& [k, v] : labels) s += (s.empty() ? "" : ",") + k + "=" + v;
+  for (const auto& [k, v] : labels) {
+    if (!s.empty()) s += ',';
+    s.append(k).append("=").append(v);
+  }
   return s;
 }
 

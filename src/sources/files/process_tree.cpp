@@ -240,7 +240,8 @@ void ProcessTree::read_detail(Member& m, const std::string& base, int64_t thread
   if (threads <= 1) {
     add_status(base + "status");
   } else if (auto tids = list_dir(base + "task")) {
-    for (const std::string& tid : *tids) add_status(base + "task/" + tid + "/status");
+    for (const std::string& tid : *tids)
+      add_status(base + "task/" + tid + "/status");  // NOLINT(performance-inefficient-string-concatenation)
   }
   // A thread that ended takes its switches with it; a member's count never goes back.
   m.own.voluntary = std::max(m.own.voluntary, own.voluntary);
