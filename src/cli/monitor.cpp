@@ -34,13 +34,14 @@ struct SourceEntry {
 
 const SourceEntry kFileSources[] = {
     {"cpu", &Config::cpu, make_cpu_source, false,
-     "CPU time by mode per CPU, switches, forks, load (/proc/stat, /proc/loadavg)"},
+     "families cpu, sched: CPU time by mode per CPU, switches, forks, load (/proc/stat, /proc/loadavg)"},
     {"memory", &Config::memory, make_memory_source, false,
-     "memory used/cached/anon/swap, faults, swapping (/proc/meminfo, /proc/vmstat)"},
+     "family memory: used/cached/anon/swap, faults, swapping (/proc/meminfo, /proc/vmstat)"},
     {"pressure", &Config::pressure, make_pressure_source, false,
-     "pressure stall information for cpu, io, memory (/proc/pressure)"},
-    {"numa", &Config::numa, make_numa_source, true, "memory per NUMA node (/sys/devices/system/node)"},
-    {"thermal", &Config::thermal, make_thermal_source, true, "thermal zones and trip points (/sys/class/thermal)"},
+     "family pressure: stall information for cpu, io, memory (/proc/pressure)"},
+    {"numa", &Config::numa, make_numa_source, true, "family numa: memory per NUMA node (/sys/devices/system/node)"},
+    {"thermal", &Config::thermal, make_thermal_source, true,
+     "family thermal: zones and trip points (/sys/class/thermal)"},
 };
 
 void print_error(const std::string& msg) { fmt::print(stderr, "perf-monitor: {}\n", msg); }
@@ -324,7 +325,7 @@ int list_sources(const Config& config) {
   }
   auto tree_ok = ProcessTree().add_root(::getpid());
   fmt::print("{:<14} {:<14} {}\n", "process_tree", tree_ok ? "available" : "unavailable",
-             "run/attach: CPU, faults, I/O, switches, memory of a whole process tree (/proc/PID/*)");
+             "family process_tree (run/attach): CPU, faults, I/O, switches, memory of a whole tree (/proc/PID/*)");
   auto ev = ProcEvents::open();
   fmt::print("{:<14} {:<14} {}\n", "proc_events", ev ? "available" : "unavailable",
              ev ? "run/attach: instant discovery of forked children (netlink proc connector)"
