@@ -57,19 +57,30 @@ class Monitor {
     if (int rc = open_output(); rc != 0) return rc;
     build_sources();
 
-    sigset_t original;
-    ::sigprocmask(SIG_BLOCK, nullptr, &original);
+    ExecState exec{};
+    ::sigprocmask(SIG_BLOCK, nullptr, &exec.mask);
+    ::getrlimit(RLIMIT_NOFILE, &exec.nofile);
+    prepare_process(exec.nofile);
     auto st = loop_->watch_signals({SIGINT, SIGTERM, SIGCHLD}, [this](const signalfd_siginfo& si) { on_signal(si); });
     if (!st) return fail(st.error().message);
 
+    std::optional<HeldChild> child;
     if (target_.mode == Mode::kRun) {
-      if (int rc = start_command(original); rc >= 0) return rc;
+      auto held = spawn_command(exec);
+      if (!held) return fail(held.error().message);
+      child.emplace(std::move(*held));
     } else if (target_.mode == Mode::kAttach) {
       if (int rc = attach(); rc >= 0) return rc;
     } else {
       baseline();
     }
-    if (int rc = start_timers(); rc != 0) return rc;
+    if (int rc = start_timers(); rc != 0) {
+      if (child) ::kill(child->pid(), SIGKILL);  // never released: it has run no code of its own
+      return rc;
+    }
+    if (child) {
+      if (int rc = release_command(*child); rc >= 0) return rc;
+    }
     sink_->unavailable(unavailable_);  // once the target has started: errors stay one line
 
     if (auto r = loop_->run(); !r) return fail(r.error().message);
@@ -123,6 +134,7 @@ class Monitor {
   }
 
   void open_proc_events() {
+    if (!cfg_.proc_events) return;  // disabled: not opened
     auto ev = ProcEvents::open();
     if (!ev) {
       unavailable_.push_back({"proc_events", ev.error().message + " (children are found by /proc walks only)"});
@@ -138,19 +150,37 @@ class Monitor {
     if (!st) events_.reset();
   }
 
-  // Returns an exit status when the command could not start, -1 when it runs.
-  int start_command(const sigset_t& original) {
+  // What perf-monitor changes for itself; the command gets the original back (ExecState).
+  static void prepare_process(const rlimit& nofile) {
+    // A closed output pipe must not kill the monitor and leave the command unwatched.
+    ::signal(SIGPIPE, SIG_IGN);
+    // An inherited SIG_IGN would make the kernel reap our children before we can read them.
+    ::signal(SIGCHLD, SIG_DFL);
+    // The process tree keeps three files open per member.
+    rlimit raised = nofile;
+    raised.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &raised);
+  }
+
+  // Forks the command, held before exec, and registers it: nothing it runs can escape the tree.
+  Result<HeldChild> spawn_command(const ExecState& exec) {
     // Orphaned descendants are reparented to us, so we read their final figures before reaping.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     tree_ = std::make_unique<ProcessTree>();
+    tree_->adopt_children_of(::getpid());
     open_proc_events();
-    auto child = HeldChild::spawn(target_.command, original);
-    if (!child) return fail(child.error().message);
+    auto child = HeldChild::spawn(target_.command, exec);
+    if (!child) return child.error();
     root_ = child->pid();
     tree_->add_root(root_);
     info_.pid = root_;
     baseline();
-    if (auto st = child->release(); !st) {
+    return child;
+  }
+
+  // Returns an exit status when the command could not be executed, -1 when it runs.
+  int release_command(HeldChild& child) {
+    if (auto st = child.release(); !st) {
       int status = 0;
       ::waitpid(root_, &status, 0);
       print_error(fmt::format("cannot execute '{}': {}", target_.command[0],
@@ -191,7 +221,8 @@ class Monitor {
     if (tree_) {
       Duration d = cfg_.tree_interval.value_or(target_.mode == Mode::kRun ? Duration(std::chrono::milliseconds(100))
                                                                           : cfg_.interval);
-      ok = ok && add(d, [this] { sample_tree(); });
+      tree_in_step_ = d == cfg_.interval;
+      if (!tree_in_step_) ok = ok && add(d, [this] { sample_tree(); });
     }
     if (cfg_.duration) ok = ok && add(*cfg_.duration, [this] { on_duration(); });
     return ok ? 0 : kExitFailure;
@@ -211,14 +242,21 @@ class Monitor {
 
   void tick() {
     sample(fast_);
-    // The tree is read on its own rhythm; when that is the interval, read it here in step.
+    // The tree is read on its own rhythm; when that is the interval, it is read here in step.
+    if (tree_in_step_) sample_tree();
     sink_->interval(agg_.close_interval(MonoClock::now()));
+  }
+
+  // Passes a signal to every process of the command's tree, as a terminal does to its
+  // foreground process group.
+  void signal_tree(int sig) {
+    for (int pid : tree_->pids()) ::kill(pid, sig);
   }
 
   void on_duration() {
     if (target_.mode == Mode::kRun && !root_exited_) {
       // Like timeout(1): ask the command to end, and report when it has.
-      ::kill(root_, SIGTERM);
+      signal_tree(SIGTERM);
       duration_expired_ = true;
       return;
     }
@@ -235,11 +273,13 @@ class Monitor {
     if (target_.mode == Mode::kRun && !root_exited_ && !interrupted_) {
       interrupted_ = true;
       // Ctrl-C at a terminal reaches the command too; a signal sent to us alone is passed on.
-      if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) ::kill(root_, sig);
+      if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) signal_tree(sig);
       return;
     }
+    // A second signal (or the first, when not running a command) ends monitoring now.
     interrupted_ = true;
     info_.end_reason = "interrupted";
+    if (target_.mode == Mode::kRun && !root_exited_) info_.exit_code = 128 + sig;
     loop_->stop();
   }
 
@@ -273,6 +313,7 @@ class Monitor {
       events_->drain({[this](int ptgid, int cpid, int ctgid) { tree_->on_fork(ptgid, cpid, ctgid); }, nullptr});
       info_.proc_event_overruns = events_->overruns();
     }
+    if (tree_ && !tree_->denied().empty()) unavailable_.push_back({"process_tree", tree_->denied()});
     samples_.clear();
     for (auto& src : fast_) src->collect(samples_);
     for (auto& src : slow_) src->collect(samples_);
@@ -306,6 +347,7 @@ class Monitor {
   bool root_exited_ = false;
   bool interrupted_ = false;
   bool duration_expired_ = false;
+  bool tree_in_step_ = false;
 };
 
 }  // namespace
@@ -330,8 +372,10 @@ int list_sources(const Config& config) {
   fmt::print("{:<14} {:<14} {}\n", "proc_events", ev ? "available" : "unavailable",
              ev ? "run/attach: instant discovery of forked children (netlink proc connector)"
                 : ev.error().message + " (children are found by /proc walks only)");
-  for (const char* later : {"pmc", "scheduler", "block_io"}) {
-    fmt::print("{:<14} {:<14} {}\n", later, "unavailable", "not built into this version of perf-monitor yet");
+  for (auto [later, on] : {std::pair{"pmc", config.pmc_enabled}, std::pair{"scheduler", config.scheduler_enabled},
+                           std::pair{"block_io", config.block_io_enabled}}) {
+    fmt::print("{:<14} {:<14} {}\n", later, on ? "unavailable" : "disabled",
+               on ? "not built into this version of perf-monitor yet" : "off in the configuration");
   }
   return 0;
 }

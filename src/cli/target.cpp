@@ -8,7 +8,7 @@
 
 namespace pm {
 
-Result<HeldChild> HeldChild::spawn(const std::vector<std::string>& argv, const sigset_t& exec_mask) {
+Result<HeldChild> HeldChild::spawn(const std::vector<std::string>& argv, const ExecState& exec) {
   if (argv.empty()) return make_error(Errc::kInvalidArgument, "no command given");
   int go[2], err[2];
   if (::pipe2(go, O_CLOEXEC) != 0) return Error::from_errno(errno, "pipe");
@@ -33,7 +33,11 @@ Result<HeldChild> HeldChild::spawn(const std::vector<std::string>& argv, const s
       n = ::read(go_r.get(), &byte, 1);
     } while (n < 0 && errno == EINTR);
     if (n != 1) ::_exit(127);  // the monitor gave up before releasing us
-    ::sigprocmask(SIG_SETMASK, &exec_mask, nullptr);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(SIGPIPE, &dfl, nullptr);
+    ::setrlimit(RLIMIT_NOFILE, &exec.nofile);
+    ::sigprocmask(SIG_SETMASK, &exec.mask, nullptr);
     ::execvp(args[0], args.data());
     int e = errno;
     [[maybe_unused]] ssize_t w = ::write(err_w.get(), &e, sizeof e);

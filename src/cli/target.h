@@ -3,6 +3,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <string>
 #include <vector>
@@ -12,11 +13,17 @@
 
 namespace pm {
 
+// What the command gets back of the state perf-monitor changed for itself.
+struct ExecState {
+  sigset_t mask;  // signal mask (the monitor blocks the signals it reads by signalfd)
+  rlimit nofile;  // open-files limit (the monitor raises its own for large trees)
+};
+
 class HeldChild {
  public:
-  // Forks a child that waits, then execs argv (searched in PATH) with `exec_mask` as its signal
-  // mask.
-  static Result<HeldChild> spawn(const std::vector<std::string>& argv, const sigset_t& exec_mask);
+  // Forks a child that waits, then execs argv (searched in PATH) with `exec` restored and
+  // SIGPIPE back to its default.
+  static Result<HeldChild> spawn(const std::vector<std::string>& argv, const ExecState& exec);
   [[nodiscard]] int pid() const { return pid_; }
   // Lets the child exec. An error (kNotFound / kPermissionDenied) when exec failed; the child has
   // then exited with 127 and must still be reaped.

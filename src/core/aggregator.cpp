@@ -1,6 +1,7 @@
 #include "core/aggregator.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace pm {
 
@@ -52,7 +53,9 @@ Aggregator::Series& Aggregator::series_for(const Sample& s) {
 void Aggregator::observe_baseline(const Samples& samples, MonoClock::time_point now) {
   start(now);
   for (const Sample& s : samples) {
-    if (s.desc->kind != MetricKind::kGauge) series_for(s);
+    bool is_new = index_.count(key_of(s.desc, s.labels)) == 0;
+    Series& ser = series_for(s);
+    if (is_new && s.desc->kind == MetricKind::kGauge) ser.observed = false;
   }
 }
 
@@ -67,6 +70,10 @@ void Aggregator::observe(const Samples& samples, MonoClock::time_point now) {
   start(now);
   for (const Sample& s : samples) {
     Series& ser = series_for(s);
+    if (!ser.observed) {
+      ser.observed = true;
+      ser.first = ser.last = ser.run_min = ser.run_max = s.value;
+    }
     if (ser.desc->kind == MetricKind::kCounter && s.value < ser.last) {
       // A counter that went backwards was reset (wrapped or restarted): keep what it had counted.
       double lost = ser.last - s.value;
@@ -128,6 +135,7 @@ IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {
   rec.seconds = std::chrono::duration<double>(now - last_close_).count();
   rec.values.reserve(series_.size());
   for (Series& s : series_) {
+    if (!s.observed) continue;
     IntervalValue v{s.desc, &s.labels};
     switch (s.desc->kind) {
       case MetricKind::kCounter:
@@ -149,6 +157,7 @@ IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {
   for (const RatioValue& r : derive_ratios([](const Series& s) { return s.last - s.at_close; })) {
     IntervalValue v{r.out, &r.numerator->labels};
     v.value = v.min = v.max = r.value;
+    v.derived = true;
     rec.values.push_back(std::move(v));
   }
   for (Series& s : series_) {
@@ -170,12 +179,14 @@ SummaryRecord Aggregator::summary(MonoClock::time_point now) const {
     v.value = s.desc->kind == MetricKind::kGauge ? s.last : s.last - s.first;
     v.min = s.run_min;
     v.max = s.run_max;
+    if (!s.observed) v.value = v.min = v.max = std::numeric_limits<double>::quiet_NaN();
     if (s.desc->kind == MetricKind::kHistogram) v.buckets = bucket_delta(s.last_buckets, s.first_buckets);
     rec.values.push_back(std::move(v));
   }
   for (const RatioValue& r : derive_ratios([](const Series& s) { return s.last - s.first; })) {
     SummaryValue v{r.out, &r.numerator->labels};
     v.value = v.min = v.max = r.value;
+    v.derived = true;
     rec.values.push_back(std::move(v));
   }
   return rec;

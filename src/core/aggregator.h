@@ -22,6 +22,7 @@ struct IntervalValue {
   double rate = 0;                 // counter: delta per second
   double min = 0, max = 0;         // gauge: extrema of the observations in the interval
   std::vector<uint64_t> buckets;   // histogram: counts added in the interval
+  bool derived = false;            // a ratio the core computed (RatioRule)
 };
 
 struct IntervalRecord {
@@ -34,8 +35,9 @@ struct SummaryValue {
   const MetricDesc* desc = nullptr;
   const Labels* labels = nullptr;
   double value = 0;         // counter: total over the run; gauge: last value; ratio: over the run
-  double min = 0, max = 0;  // gauge: extrema over every observation of the run
+  double min = 0, max = 0;  // gauge: extrema over every observation of the run; NaN if never observed
   std::vector<uint64_t> buckets;
+  bool derived = false;  // a ratio the core computed (RatioRule)
 };
 
 struct SummaryRecord {
@@ -51,8 +53,9 @@ class Aggregator {
 
   // Records one source's samples taken at `now`. Sources may observe at their own rhythm.
   void observe(const Samples& samples, MonoClock::time_point now);
-  // Records where counters start, before the measured work begins (a held child): gauges are
-  // ignored, so a state before the work does not become a minimum.
+  // Records where counters start, before the measured work begins (a held child). Gauges are
+  // only declared, so a state before the work does not become a minimum, and a gauge never
+  // observed afterwards is reported as unknown (NaN), not left out.
   void observe_baseline(const Samples& samples, MonoClock::time_point now);
   // Closes the current interval: deltas since the previous close, latest gauges.
   IntervalRecord close_interval(MonoClock::time_point now);
@@ -66,6 +69,7 @@ class Aggregator {
     double first = 0, last = 0, at_close = 0;  // counters: values at first sight, now, last close
     double run_min = 0, run_max = 0, iv_min = 0, iv_max = 0;
     bool iv_seen = false;
+    bool observed = true;  // false for a gauge only declared by the baseline
     std::vector<uint64_t> first_buckets, last_buckets, close_buckets;
   };
   Series& series_for(const Sample& s);

@@ -43,8 +43,12 @@ class Section {
     const toml::node* n = table_.get(key);
     if (n == nullptr) return {};
     std::optional<double> v = n->value<double>();
-    if (!v || *v <= 0) return type_error(key, *n, "a positive number of seconds");
-    out = Duration(static_cast<int64_t>(*v * 1e9));
+    if (!v) return type_error(key, *n, "a positive number of seconds");
+    auto d = checked_duration(*v, std::to_string(*v) + " s");
+    if (!d)
+      return make_error(Errc::kInvalidArgument, where(origin_, n->source()) + ": [" + name_ + "] " + std::string(key) +
+                                                    ": " + d.error().message);
+    out = *d;
     return {};
   }
 
@@ -97,9 +101,9 @@ Status apply_section(std::string_view origin, const std::string& name, const tom
   Section s(origin, name, t);
   if (name == "output") {
     PM_TRY(s.check_keys({"format", "file", "interval_secs", "interval", "duration"}));
-    std::string format;
+    std::string format = "unset";
     PM_TRY(s.get("format", format));
-    if (!format.empty()) {
+    if (format != "unset") {
       if (format == "text")
         c.format = OutputFormat::kText;
       else if (format == "json")
@@ -134,8 +138,9 @@ Status apply_section(std::string_view origin, const std::string& name, const tom
     PM_TRY(s.get("numa", c.numa));
     PM_TRY(s.get("thermal", c.thermal));
   } else if (name == "process_tree") {
-    PM_TRY(s.check_keys({"interval"}));
+    PM_TRY(s.check_keys({"interval", "proc_events"}));
     PM_TRY(s.get_duration("interval", c.tree_interval));
+    PM_TRY(s.get("proc_events", c.proc_events));
   } else if (name == "prometheus") {
     PM_TRY(s.check_keys({"listen"}));
     PM_TRY(s.get("listen", c.prometheus_listen));
@@ -160,7 +165,7 @@ Status apply_toml(std::string_view text, std::string_view origin, Config& config
     std::string name(key.str());
     if (name == "probes") {
       const toml::array* arr = node.as_array();
-      if (arr == nullptr || !arr->is_array_of_tables()) {
+      if (arr == nullptr || (!arr->empty() && !arr->is_array_of_tables())) {
         return make_error(Errc::kInvalidArgument,
                           where(origin, node.source()) + ": probes must be written as [[probes]] tables");
       }

@@ -27,6 +27,8 @@ struct Config {
   // [process_tree]: how often the target's tree is walked and read. Unset: 100 ms in `run`,
   // the output interval in `attach`.
   std::optional<Duration> tree_interval;
+  // Learn of forks from the kernel's proc connector (else only by /proc walks).
+  bool proc_events = true;
   // [file_poll]: slowly changing files (NUMA nodes, thermal zones) and which file sources run.
   Duration file_poll = std::chrono::seconds(5);
   bool cpu = true, memory = true, pressure = true, numa = true, thermal = true;

@@ -6,6 +6,14 @@
 
 namespace pm {
 
+Result<Duration> checked_duration(double seconds, std::string_view text) {
+  if (!std::isfinite(seconds) || seconds < 1e-3 || seconds > kMaxDurationSeconds) {
+    return make_error(Errc::kInvalidArgument,
+                      "duration '" + std::string(text) + "' is out of range: give 1ms to 365 days");
+  }
+  return Duration(static_cast<int64_t>(std::llround(seconds * 1e9)));
+}
+
 Result<Duration> parse_duration(std::string_view text) {
   std::string_view s = trim(text);
   size_t unit_at = s.find_first_not_of("0123456789.");
@@ -29,7 +37,7 @@ Result<Duration> parse_duration(std::string_view text) {
     return make_error(Errc::kInvalidArgument, "invalid duration '" + std::string(text) +
                                                   "': write a positive number with a unit, e.g. 100ms, 1s, 2m");
   }
-  return Duration(static_cast<int64_t>(std::llround(*value * scale)));
+  return checked_duration(*value * scale / 1e9, text);
 }
 
 std::string format_duration(Duration d) {

@@ -9,7 +9,12 @@
 
 namespace pm {
 
+inline constexpr double kMaxDurationSeconds = 365.0 * 24 * 3600;
+
 Result<Duration> parse_duration(std::string_view text);
+// A number of seconds as a Duration, when it is finite and within 1 ms .. 365 days; `text` is
+// what the user wrote, for the message.
+Result<Duration> checked_duration(double seconds, std::string_view text);
 std::string format_duration(Duration d);
 
 }  // namespace pm

@@ -8,6 +8,7 @@
 namespace pm {
 
 std::string human_bytes(double bytes) {
+  if (!std::isfinite(bytes)) return "n/a";
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double v = bytes;
   size_t u = 0;

@@ -60,12 +60,11 @@ class JsonSink final : public Sink {
     for (const SummaryValue& v : rec.values) {
       const MetricDesc& d = *v.desc;
       if (!v.labels->empty()) {
-        Json value = d.kind == MetricKind::kHistogram ? histogram(v.value, v.buckets)
-                     : d.kind == MetricKind::kGauge && d.unit != Unit::kPercent
-                         ? Json{{"min", number(v.min)}, {"max", number(v.max)}}
-                         : number(v.value);
+        Json value = d.kind == MetricKind::kHistogram             ? histogram(v.value, v.buckets)
+                     : d.kind == MetricKind::kGauge && !v.derived ? Json{{"min", number(v.min)}, {"max", number(v.max)}}
+                                                                  : number(v.value);
         place(j, d, *v.labels, std::move(value));
-      } else if (d.kind == MetricKind::kGauge && d.unit != Unit::kPercent) {
+      } else if (d.kind == MetricKind::kGauge && !v.derived) {
         j[summary_key(d) + "_min"] = number(v.min);
         j[summary_key(d) + "_max"] = number(v.max);
       } else {
@@ -81,7 +80,8 @@ class JsonSink final : public Sink {
 
  private:
   void emit(const Json& j) {
-    std::string line = j.dump();
+    // Command arguments are bytes, not always UTF-8: replace what JSON cannot carry.
+    std::string line = j.dump(-1, ' ', false, Json::error_handler_t::replace);
     line += '\n';
     std::fwrite(line.data(), 1, line.size(), out_);
     std::fflush(out_);

@@ -1,6 +1,7 @@
 // The text sink: a compact block per interval for people at a terminal, and a readable summary.
 // Families it knows get a hand-laid line; any other family is printed generically, so a new
 // source shows up without touching this file.
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -179,8 +180,9 @@ class TextSink final : public Sink {
         return v == nullptr ? 0.0 : v->min;
       };
       double user = val(ix, "process_tree", "cpu_user_seconds"), sys = val(ix, "process_tree", "cpu_system_seconds");
-      s += fmt::format("tree     {:.0f} processes seen, at most {:.0f} at once, at most {:.0f} threads\n", seen->max,
-                       max_of("processes"), max_of("threads"));
+      auto count = [](double v) { return std::isfinite(v) ? fmt::format("{:.0f}", v) : std::string("n/a"); };
+      s += fmt::format("tree     {} processes seen, at most {} at once, at most {} threads\n", count(seen->max),
+                       count(max_of("processes")), count(max_of("threads")));
       s += fmt::format("  cpu      user {:.3f} s  system {:.3f} s  ({} of one CPU)\n", user, sys,
                        pct(rec.seconds > 0 ? 100 * (user + sys) / rec.seconds : 0));
       for (std::string_view n : {"rss_bytes", "pss_bytes", "shared_bytes", "anon_bytes", "vm_size_bytes"}) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 #include <string>
 
 namespace pm {
@@ -22,8 +23,8 @@ TEST(Duration, ParsesUnits) {
   EXPECT_EQ(parsed("1.5s"), Duration(1500ms));
   EXPECT_EQ(parsed("2m"), Duration(120s));
   EXPECT_EQ(parsed("1h"), Duration(3600s));
-  EXPECT_EQ(parsed("250us"), Duration(250us));
-  EXPECT_EQ(parsed("40ns"), Duration(40ns));
+  EXPECT_EQ(parsed("2500us"), Duration(2500us));
+  EXPECT_EQ(parsed("1000000ns"), Duration(1ms));
   EXPECT_EQ(parsed("3"), Duration(3s));  // bare number: seconds
   EXPECT_EQ(parsed("0.25"), Duration(250ms));
   EXPECT_EQ(parsed(" 10ms "), Duration(10ms));
@@ -40,6 +41,23 @@ TEST(Duration, RejectsBadInput) {
   }
 }
 
+TEST(Duration, RejectsWhatNoTimerShouldRunAt) {
+  // Below a millisecond, beyond a year, or not a finite number: a usage error, not a timer
+  // that fails later.
+  for (const char* bad : {"250us", "40ns", "0.1ns", "366d", "1e20s", "9999999h", "400d"}) {
+    auto d = parse_duration(bad);
+    EXPECT_FALSE(d.ok()) << "accepted '" << bad << "'";
+    if (!d.ok()) {
+      EXPECT_EQ(d.error().code, Errc::kInvalidArgument) << bad;
+    }
+  }
+  EXPECT_TRUE(parse_duration("1ms").ok());
+  EXPECT_FALSE(checked_duration(std::numeric_limits<double>::quiet_NaN(), "nan").ok());
+  EXPECT_FALSE(checked_duration(std::numeric_limits<double>::infinity(), "inf").ok());
+  EXPECT_TRUE(checked_duration(1e-3, "1ms").ok());
+  EXPECT_TRUE(checked_duration(365.0 * 24 * 3600, "365 days").ok());
+}
+
 TEST(Duration, FormatsInTheLargestExactUnit) {
   EXPECT_EQ(format_duration(1s), "1s");
   EXPECT_EQ(format_duration(120s), "120s");
@@ -50,8 +68,8 @@ TEST(Duration, FormatsInTheLargestExactUnit) {
 }
 
 TEST(Duration, FormatRoundTrips) {
-  for (Duration d : {Duration(1s), Duration(100ms), Duration(1500ms), Duration(120s), Duration(250us), Duration(1001us),
-                     Duration(7ns), Duration(3600s)}) {
+  for (Duration d : {Duration(1s), Duration(100ms), Duration(1500ms), Duration(120s), Duration(2500us),
+                     Duration(1001us), Duration(1000007ns), Duration(3600s)}) {
     auto back = parse_duration(format_duration(d));
     ASSERT_TRUE(back.ok()) << format_duration(d);
     EXPECT_EQ(*back, d) << format_duration(d);

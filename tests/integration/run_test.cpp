@@ -161,3 +161,67 @@ TEST_F(RunTest, AttachFollowsARunningTreeUntilItExits) {
 
 }  // namespace
 }  // namespace pm::test
+
+namespace pm::test {
+namespace {
+
+std::string config_file(const std::string& name, const std::string& text) {
+  std::string path = scratch_dir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST_F(RunTest, OrphansAreAdoptedEvenWithoutForkNotifications) {
+  // Without the proc connector, the intermediate child may exit before any walk sees it; its
+  // orphaned child is then reparented to perf-monitor (a subreaper), found, and counted.
+  std::string cfg = config_file("pm-no-events.toml", "[process_tree]\nproc_events = false\n");
+  Outcome o = run_json({workload(), "orphan", "8", "300"}, {"--config", cfg});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_GE(num(o, "proc_processes_seen_max"), 2);
+  EXPECT_GE(num(o, "proc_io_write_bytes"), 8 * kMiB);
+  EXPECT_GE(num(o, "proc_cpu_user_seconds") + num(o, "proc_cpu_system_seconds"), 0.3 * 0.9);
+}
+
+TEST_F(RunTest, ShortCommandStillHasEverySummaryKey) {
+  // Gone before the first 100 ms sample: memory was never seen, and says so (null), while the
+  // counters are exact.
+  Outcome o = run_json({workload(), "exit", "0"});
+  for (const char* key : {"proc_vm_size_min",     "proc_vm_size_max",     "proc_rss_min",        "proc_rss_max",
+                          "proc_pss_min",         "proc_pss_max",         "proc_shared_min",     "proc_shared_max",
+                          "proc_anon_min",        "proc_anon_max",        "global_mem_used_min", "global_mem_used_max",
+                          "global_cached_min",    "global_cached_max",    "global_anon_min",     "global_anon_max",
+                          "global_swap_free_min", "global_swap_free_max", "proc_io_read_bytes",  "proc_io_write_bytes",
+                          "proc_io_rchar",        "proc_io_wchar"}) {
+    EXPECT_TRUE(o.summary.contains(key)) << key;
+  }
+  EXPECT_TRUE(o.summary["proc_rss_max"].is_null());
+  EXPECT_GT(num(o, "proc_minor_faults"), 0);
+}
+
+TEST_F(RunTest, ArgumentsThatAreNotUtf8DoNotBreakJson) {
+  Outcome o = run_json({workload(), "exit", "4", "\xff\xfe"});
+  EXPECT_EQ(o.exit_code, 2);  // the workload's own usage error: too many arguments
+  ASSERT_FALSE(o.summary.is_null()) << o.out;
+  EXPECT_EQ(o.summary["command"].size(), 4u);
+}
+
+TEST_F(RunTest, ClosedOutputPipeDoesNotLoseTheExitStatus) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);  // nobody reads: every write fails with EPIPE
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[1], 1);
+    ::execl(binary().c_str(), "perf-monitor", "run", "--interval", "100ms", "--", workload().c_str(), "sleep", "400",
+            nullptr);
+    ::_exit(126);
+  }
+  ::close(fds[1]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace pm::test

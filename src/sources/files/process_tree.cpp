@@ -113,6 +113,34 @@ void ProcessTree::Inclusive::add(const Inclusive& o) {
   write_bytes += o.write_bytes;
 }
 
+void ProcessTree::Inclusive::at_least(const Inclusive& o) {
+  user = std::max(user, o.user);
+  system = std::max(system, o.system);
+  minflt = std::max(minflt, o.minflt);
+  majflt = std::max(majflt, o.majflt);
+  rchar = std::max(rchar, o.rchar);
+  wchar = std::max(wchar, o.wchar);
+  read_bytes = std::max(read_bytes, o.read_bytes);
+  write_bytes = std::max(write_bytes, o.write_bytes);
+}
+
+std::vector<int> ProcessTree::pids() const {
+  std::vector<int> out;
+  out.reserve(members_.size());
+  for (const auto& [pid, m] : members_) out.push_back(pid);
+  return out;
+}
+
+void ProcessTree::note_denied(const Error& e, const char* what) {
+  if (denied_.find(what) != std::string::npos) return;
+  if (!denied_.empty()) denied_ += "; ";
+  denied_ += e.message + ": " + what + " left out (run as root or with CAP_SYS_PTRACE)";
+  if (std::string_view(what) == "I/O")
+    io_denied_ = true;
+  else
+    smaps_denied_ = true;
+}
+
 ProcessTree::ProcessTree(std::string proc_root)
     : proc_(std::move(proc_root)),
       tick_seconds_(1.0 / static_cast<double>(::sysconf(_SC_CLK_TCK))),
@@ -129,7 +157,7 @@ bool ProcessTree::join(int pid, int ppid) {
 
 bool ProcessTree::add_root(int pid) {
   join(pid, 0);
-  if (read_member(members_[pid]) == ReadResult::kGone) {
+  if (read_member(members_[pid]) != ReadResult::kOk) {
     members_.erase(pid);
     --seen_;
     return false;
@@ -148,8 +176,10 @@ void ProcessTree::on_exit(int pid) {
 }
 
 void ProcessTree::on_reaping(int pid) {
+  // Only descendants of the tree are our children besides the root: one we never saw (it was
+  // orphaned before any walk found it) still belongs.
+  join(pid, 0);
   auto it = members_.find(pid);
-  if (it == members_.end()) return;
   read_member(it->second);
   retire(it->second, /*absorbed_by_parent=*/false);
   members_.erase(it);
@@ -178,13 +208,17 @@ ProcessTree::ReadResult ProcessTree::read_member(Member& m, Detail detail) {
   ++reads_;
   std::string base = proc_ + "/" + std::to_string(m.pid) + "/";
   auto stat_text = read_kept(m.stat_fd, base + "stat");
-  if (!stat_text) return ReadResult::kGone;
+  if (!stat_text) {
+    // ENOENT/ESRCH: the process is gone. Anything else (out of fds, say) skips this pass.
+    return stat_text.error().code == Errc::kNotFound ? ReadResult::kGone : ReadResult::kSkipped;
+  }
   auto st = procfs::parse_pid_stat(*stat_text);
-  if (!st) return ReadResult::kGone;
+  if (!st) return ReadResult::kSkipped;
   if (m.starttime != 0 && st->starttime != m.starttime) return ReadResult::kGone;  // pid reused
   m.starttime = st->starttime;
   m.ppid = st->ppid;
-  m.zombie = st->state == 'Z' || st->state == 'X';
+  // A leader that exited while its threads run shows 'Z' too: that process is still alive.
+  m.zombie = (st->state == 'Z' || st->state == 'X') && st->num_threads <= 1;
   auto ticks = [&](uint64_t own, int64_t children) {
     return static_cast<double>(own + static_cast<uint64_t>(std::max<int64_t>(children, 0))) * tick_seconds_;
   };
@@ -196,7 +230,9 @@ ProcessTree::ReadResult ProcessTree::read_member(Member& m, Detail detail) {
   m.mem.vm_size = static_cast<double>(st->vsize);
   m.mem.rss = m.zombie ? 0 : static_cast<double>(std::max<int64_t>(st->rss_pages, 0)) * page_size_;
 
-  if (auto io_text = read_kept(m.io_fd, base + "io")) {
+  auto io_text = read_kept(m.io_fd, base + "io");
+  if (!io_text && io_text.error().code == Errc::kPermissionDenied) note_denied(io_text.error(), "I/O");
+  if (io_text) {
     if (auto io = procfs::parse_pid_io(*io_text)) {
       m.inc.rchar = static_cast<double>(io->rchar);
       m.inc.wchar = static_cast<double>(io->wchar);
@@ -218,7 +254,9 @@ ProcessTree::ReadResult ProcessTree::read_member(Member& m, Detail detail) {
 void ProcessTree::read_detail(Member& m, const std::string& base, int64_t threads) {
   if (m.zombie) {
     m.mem.pss = m.mem.shared = m.mem.anon = 0;  // a zombie has no memory left
-  } else if (auto sm_text = reader_.read(base + "smaps_rollup")) {
+  } else if (auto sm_text = reader_.read(base + "smaps_rollup"); !sm_text) {
+    if (sm_text.error().code == Errc::kPermissionDenied) note_denied(sm_text.error(), "PSS, shared and anon");
+  } else {
     if (auto sm = procfs::parse_smaps_rollup(*sm_text)) {
       m.mem.rss = static_cast<double>(sm->rss);
       m.mem.pss = static_cast<double>(sm->pss);
@@ -268,6 +306,15 @@ void ProcessTree::collect(Samples& out) {
   scratch_.clear();
   for (const auto& [pid, m] : members_) scratch_.push_back(pid);
   std::vector<int> kids;
+  if (adopter_ != 0) {
+    auto text =
+        reader_.read(proc_ + "/" + std::to_string(adopter_) + "/task/" + std::to_string(adopter_) + "/children");
+    if (text) {
+      for_each_pid(*text, [&](int pid) {
+        if (join(pid, adopter_)) scratch_.push_back(pid);
+      });
+    }
+  }
   for (size_t i = 0; i < scratch_.size(); ++i) {
     auto it = members_.find(scratch_[i]);
     if (it == members_.end() || it->second.zombie) continue;
@@ -278,10 +325,20 @@ void ProcessTree::collect(Samples& out) {
     }
   }
 
-  // Read every member; settle the ones that are gone.
+  // Read every member, parents before children (a parent starts before its child; members not
+  // read yet go last): a child reaped during the pass may then be missed once, never counted
+  // twice. Settle the ones that are gone.
+  scratch_.clear();
+  for (const auto& [pid, m] : members_) scratch_.push_back(pid);
+  auto start_of = [&](int pid) {
+    uint64_t t = members_[pid].starttime;
+    return t == 0 ? UINT64_MAX : t;
+  };
+  std::sort(scratch_.begin(), scratch_.end(),
+            [&](int a, int b) { return std::pair(start_of(a), a) < std::pair(start_of(b), b); });
   std::vector<int> gone;
-  for (auto& [pid, m] : members_) {
-    if (read_member(m, Detail::kIfChanged) == ReadResult::kGone) gone.push_back(pid);
+  for (int pid : scratch_) {
+    if (read_member(members_[pid], Detail::kIfChanged) == ReadResult::kGone) gone.push_back(pid);
   }
   // A gone member whose parent is (or was until this tick) a member was reaped by it: the
   // parent's figures hold it now. Decide for all before erasing any.
@@ -310,6 +367,12 @@ void ProcessTree::collect(Samples& out) {
     mem.shared += m.mem.shared;
     mem.anon += m.mem.anon;
   }
+  reported_inc_.at_least(inc);
+  reported_own_.voluntary = std::max(reported_own_.voluntary, own.voluntary);
+  reported_own_.involuntary = std::max(reported_own_.involuntary, own.involuntary);
+  inc = reported_inc_;
+  own = reported_own_;
+
   auto add = [&](const MetricDesc& d, double v) { out.push_back({&d, {}, v}); };
   add(kSeen, static_cast<double>(seen_));
   // An empty tree (before exec, after the end) has no size: reporting zeros would make every
@@ -319,9 +382,11 @@ void ProcessTree::collect(Samples& out) {
     add(kThreads, mem.threads);
     add(kVmSize, mem.vm_size);
     add(kRss, mem.rss);
-    add(kPss, mem.pss);
-    add(kShared, mem.shared);
-    add(kAnon, mem.anon);
+    if (!smaps_denied_) {
+      add(kPss, mem.pss);
+      add(kShared, mem.shared);
+      add(kAnon, mem.anon);
+    }
   }
   add(kUser, inc.user);
   add(kSystem, inc.system);
@@ -329,10 +394,12 @@ void ProcessTree::collect(Samples& out) {
   add(kMajflt, inc.majflt);
   add(kVcsw, own.voluntary);
   add(kIvcsw, own.involuntary);
-  add(kReadBytes, inc.read_bytes);
-  add(kWriteBytes, inc.write_bytes);
-  add(kRchar, inc.rchar);
-  add(kWchar, inc.wchar);
+  if (!io_denied_) {  // partial sums would pass for totals
+    add(kReadBytes, inc.read_bytes);
+    add(kWriteBytes, inc.write_bytes);
+    add(kRchar, inc.rchar);
+    add(kWchar, inc.wchar);
+  }
 }
 
 }  // namespace pm

@@ -38,6 +38,14 @@ class ProcessTree final : public Source {
   void on_reaping(int pid);
   // A member exited (proc connector): read it while it may still be a zombie.
   void on_exit(int pid);
+  // In `run` the monitor is a child subreaper: every child of `pid` besides the root is an
+  // orphaned descendant of the tree, found by the walk even without fork notifications.
+  void adopt_children_of(int pid) { adopter_ = pid; }
+
+  // Live members, to pass a signal on to the whole tree.
+  [[nodiscard]] std::vector<int> pids() const;
+  // Why some figures are left out (files we may not read), empty when none are.
+  [[nodiscard]] const std::string& denied() const { return denied_; }
 
   [[nodiscard]] bool contains(int pid) const { return members_.count(pid) != 0; }
   [[nodiscard]] size_t live() const { return members_.size(); }
@@ -52,6 +60,7 @@ class ProcessTree final : public Source {
     double minflt = 0, majflt = 0;
     double rchar = 0, wchar = 0, read_bytes = 0, write_bytes = 0;
     void add(const Inclusive& o);
+    void at_least(const Inclusive& o);
   };
   struct Own {
     double voluntary = 0, involuntary = 0;
@@ -74,11 +83,12 @@ class ProcessTree final : public Source {
     Memory mem;
   };
 
-  enum class ReadResult { kOk, kGone };
+  enum class ReadResult { kOk, kGone, kSkipped };
   enum class Detail { kIfChanged, kAlways };
   ReadResult read_member(Member& m, Detail detail = Detail::kAlways);
   void read_detail(Member& m, const std::string& base, int64_t threads);
   Result<std::string_view> read_kept(UniqueFd& fd, const std::string& path);
+  void note_denied(const Error& e, const char* what);
   void children_of(Member& m, std::vector<int>& out);
   bool join(int pid, int ppid);
   void retire(const Member& m, bool absorbed_by_parent);
@@ -88,6 +98,13 @@ class ProcessTree final : public Source {
   std::unordered_map<int, Member> members_;
   Inclusive exited_inc_;
   Own exited_own_;
+  // The totals last reported: a pass is not atomic (a child reaped between the reads of its
+  // parent and its own shows in neither), so totals never go below what was reported.
+  Inclusive reported_inc_;
+  Own reported_own_;
+  int adopter_ = 0;
+  std::string denied_;
+  bool io_denied_ = false, smaps_denied_ = false;
   uint64_t seen_ = 0;
   uint64_t reads_ = 0;
   double tick_seconds_;

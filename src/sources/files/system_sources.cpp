@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 
 #include "core/file_reader.h"
 #include "core/text.h"
@@ -212,37 +214,60 @@ const MetricDesc kZoneTemp{"thermal", "temp_celsius", K::kGauge, Unit::kCelsius,
 const MetricDesc kZoneTrip{"thermal", "trip_celsius", K::kGauge, Unit::kCelsius,
                            "Trip point of the thermal zone (type: passive, hot, critical, ...)"};
 
+// Zones and trips are labelled by their type ("x86_pkg_temp", "critical"); a type that occurs
+// more than once gets its number appended ("acpitz.1", "active.0") so series never merge.
 class ThermalSource final : public Source {
  public:
-  ThermalSource(std::string dir, std::vector<std::string> zones) : dir_(std::move(dir)), zones_(std::move(zones)) {}
+  ThermalSource(std::string dir, const std::vector<std::string>& zones) : dir_(std::move(dir)) {
+    std::vector<std::string> types;
+    for (const std::string& zone : zones) {
+      auto type = reader_.read(dir_ + zone + "/type");
+      types.emplace_back(type ? trim(*type) : std::string_view("unknown"));
+    }
+    for (size_t i = 0; i < zones.size(); ++i) {
+      zones_.push_back({zones[i], unique_label(types, i, zones[i].substr(std::string_view("thermal_zone").size()))});
+    }
+  }
   [[nodiscard]] std::string_view name() const override { return "thermal"; }
 
   void collect(Samples& out) override {
-    for (const std::string& zone : zones_) {
-      std::string base = dir_ + zone + "/";
-      auto type = reader_.read(base + "type");
-      if (!type) continue;
-      std::string zone_type(trim(*type));
+    for (const Zone& zone : zones_) {
+      std::string base = dir_ + zone.dir + "/";
       auto temp_text = reader_.read(base + "temp");
       if (!temp_text) continue;  // some zones refuse reads while their device sleeps
       auto temp = procfs::parse_millicelsius(*temp_text);
       if (!temp) continue;
-      out.push_back({&kZoneTemp, {{"zone", zone_type}}, *temp});
+      out.push_back({&kZoneTemp, {{"zone", zone.label}}, *temp});
+      std::vector<std::string> trip_types;
+      std::vector<double> trip_temps;
       for (int i = 0;; ++i) {
         std::string trip = base + "trip_point_" + std::to_string(i) + "_";
         auto ttext = reader_.read(trip + "temp");
         if (!ttext) break;
         auto ttemp = procfs::parse_millicelsius(*ttext);
-        std::string trip_type = "unknown";
-        if (auto tt = reader_.read(trip + "type")) trip_type = std::string(trim(*tt));
-        if (ttemp) out.push_back({&kZoneTrip, {{"zone", zone_type}, {"type", trip_type}}, *ttemp});
+        auto ttype = reader_.read(trip + "type");
+        trip_types.emplace_back(ttype ? trim(*ttype) : std::string_view("unknown"));
+        trip_temps.push_back(ttemp ? *ttemp : std::numeric_limits<double>::quiet_NaN());
+      }
+      for (size_t i = 0; i < trip_types.size(); ++i) {
+        if (std::isnan(trip_temps[i])) continue;
+        out.push_back({&kZoneTrip,
+                       {{"zone", zone.label}, {"type", unique_label(trip_types, i, std::to_string(i))}},
+                       trip_temps[i]});
       }
     }
   }
 
  private:
+  static std::string unique_label(const std::vector<std::string>& names, size_t i, std::string_view number) {
+    bool repeated = std::count(names.begin(), names.end(), names[i]) > 1;
+    return repeated ? names[i] + "." + std::string(number) : names[i];
+  }
+  struct Zone {
+    std::string dir, label;
+  };
   std::string dir_;
-  std::vector<std::string> zones_;
+  std::vector<Zone> zones_;
   FileReader reader_;
 };
 

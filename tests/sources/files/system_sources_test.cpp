@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace pm {
@@ -191,6 +193,54 @@ TEST(SystemSources, MissingProcfsIsUnavailable) {
   auto mem = make_memory_source(roots);
   ASSERT_FALSE(mem.ok());
   EXPECT_EQ(mem.error().code, Errc::kUnavailable);
+}
+
+}  // namespace
+}  // namespace pm
+
+namespace pm {
+namespace {
+
+void write_text(const std::string& path, const char* text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr) << path;
+  std::fputs(text, f);
+  std::fclose(f);
+}
+
+TEST(SystemSources, ThermalZonesAndTripsOfTheSameTypeStayApart) {
+  // Two "acpitz" zones, one with two "active" trips: a sysfs tree made the way the kernel lays it out.
+  char tmpl[] = "/tmp/pm-thermal-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string root = tmpl;
+  std::string dir = root + "/class/thermal";
+  ASSERT_EQ(std::system(("mkdir -p " + dir + "/thermal_zone0 " + dir + "/thermal_zone1").c_str()), 0);
+  write_text(dir + "/thermal_zone0/type", "acpitz\n");
+  write_text(dir + "/thermal_zone0/temp", "40000\n");
+  write_text(dir + "/thermal_zone0/trip_point_0_type", "active\n");
+  write_text(dir + "/thermal_zone0/trip_point_0_temp", "70000\n");
+  write_text(dir + "/thermal_zone0/trip_point_1_type", "active\n");
+  write_text(dir + "/thermal_zone0/trip_point_1_temp", "60000\n");
+  write_text(dir + "/thermal_zone0/trip_point_2_type", "critical\n");
+  write_text(dir + "/thermal_zone0/trip_point_2_temp", "105000\n");
+  write_text(dir + "/thermal_zone1/type", "acpitz\n");
+  write_text(dir + "/thermal_zone1/temp", "45500\n");
+
+  Samples s = collect(make_thermal_source(FsRoots{"/proc", root}));
+  ASSERT_NE(find(s, "thermal", "temp_celsius", {{"zone", "acpitz.0"}}), nullptr);
+  ASSERT_NE(find(s, "thermal", "temp_celsius", {{"zone", "acpitz.1"}}), nullptr);
+  EXPECT_DOUBLE_EQ(find(s, "thermal", "temp_celsius", {{"zone", "acpitz.0"}})->value, 40.0);
+  EXPECT_DOUBLE_EQ(find(s, "thermal", "temp_celsius", {{"zone", "acpitz.1"}})->value, 45.5);
+  const Sample* a0 = find(s, "thermal", "trip_celsius", {{"zone", "acpitz.0"}, {"type", "active.0"}});
+  const Sample* a1 = find(s, "thermal", "trip_celsius", {{"zone", "acpitz.0"}, {"type", "active.1"}});
+  const Sample* crit = find(s, "thermal", "trip_celsius", {{"zone", "acpitz.0"}, {"type", "critical"}});
+  ASSERT_NE(a0, nullptr);
+  ASSERT_NE(a1, nullptr);
+  ASSERT_NE(crit, nullptr);
+  EXPECT_DOUBLE_EQ(a0->value, 70.0);
+  EXPECT_DOUBLE_EQ(a1->value, 60.0);
+  EXPECT_DOUBLE_EQ(crit->value, 105.0);
+  EXPECT_EQ(std::system(("rm -rf " + root).c_str()), 0);
 }
 
 }  // namespace
