@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev                 # JSON Lines output
   googletest libgtest-dev            # tests
   libbenchmark-dev                   # bench/: Google Benchmark
+  linux-perf                         # tests: `perf stat`, the independent check of the counters
 )
 
 missing=()

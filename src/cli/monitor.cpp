@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,8 @@
 #include "core/aggregator.h"
 #include "core/event_loop.h"
 #include "sinks/sink.h"
+#include "sources/counters/counter_group.h"
+#include "sources/counters/counters_source.h"
 #include "sources/files/proc_events.h"
 #include "sources/files/process_tree.h"
 #include "sources/files/system_sources.h"
@@ -72,6 +75,7 @@ class Monitor {
     } else if (target_.mode == Mode::kAttach) {
       if (int rc = attach(); rc >= 0) return rc;
     } else {
+      open_counters({});
       baseline();
     }
     if (int rc = start_timers(); rc != 0) {
@@ -127,6 +131,7 @@ class Monitor {
     Samples s, slow;
     for (auto& src : fast_) src->collect(s);
     if (tree_) tree_->collect(s);
+    if (counters_) counters_->collect(s);
     for (auto& src : slow_) src->collect(slow);
     auto now = MonoClock::now();
     agg_.observe_baseline(s, now);
@@ -174,6 +179,8 @@ class Monitor {
     root_ = child->pid();
     tree_->add_root(root_);
     info_.pid = root_;
+    // Inherited by everything the command forks, enabled by its exec: nothing before counts.
+    open_counters({{root_}, /*enable_on_exec=*/true});
     baseline();
     return child;
   }
@@ -206,8 +213,37 @@ class Monitor {
       loop_->stop();
     });
     if (!st) return fail(st.error().message);
+    // Every thread of the tree as it is now; what they fork from here on is inherited.
+    Samples discovered;
+    tree_->collect(discovered);
+    std::vector<int> tids;
+    for (int pid : tree_->pids()) {
+      if (auto tasks = list_dir("/proc/" + std::to_string(pid) + "/task")) {
+        for (const std::string& t : *tasks) tids.push_back(std::stoi(t));
+      }
+    }
+    open_counters({tids, false});
     baseline();
     return -1;
+  }
+
+  void open_counters(const counters::CountersTarget& target) {
+    if (!cfg_.pmc_enabled) return;  // disabled: no fd opened
+    counters::Catalogue catalogue;
+    std::vector<std::string> names =
+        cfg_.pmc_events.empty() ? counters::default_event_names(catalogue) : cfg_.pmc_events;
+    std::vector<counters::EventSpec> specs;
+    for (const std::string& n : names) {
+      if (auto spec = catalogue.parse(n)) specs.push_back(std::move(*spec));  // names were checked at start-up
+    }
+    auto src = counters::make_counters_source(specs, target);
+    if (!src) {
+      unavailable_.push_back({"pmc", src.error().message});
+      return;
+    }
+    for (Unavailable& u : (*src)->unsupported()) unavailable_.push_back(std::move(u));
+    for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
+    counters_ = std::move(*src);
   }
 
   int start_timers() {
@@ -223,6 +259,10 @@ class Monitor {
                                                                           : cfg_.interval);
       tree_in_step_ = d == cfg_.interval;
       if (!tree_in_step_) ok = ok && add(d, [this] { sample_tree(); });
+    }
+    if (counters_) {
+      counters_in_step_ = cfg_.pmc_interval == cfg_.interval;
+      if (!counters_in_step_) ok = ok && add(cfg_.pmc_interval, [this] { sample_counters(); });
     }
     if (cfg_.duration) ok = ok && add(*cfg_.duration, [this] { on_duration(); });
     return ok ? 0 : kExitFailure;
@@ -240,10 +280,18 @@ class Monitor {
     agg_.observe(samples_, MonoClock::now());
   }
 
+  void sample_counters() {
+    samples_.clear();
+    counters_->collect(samples_);
+    agg_.observe(samples_, MonoClock::now());
+  }
+
   void tick() {
     sample(fast_);
-    // The tree is read on its own rhythm; when that is the interval, it is read here in step.
+    // The tree and the counters are read on their own rhythm; when that is the interval, they
+    // are read here in step.
     if (tree_in_step_) sample_tree();
+    if (counters_in_step_) sample_counters();
     sink_->interval(agg_.close_interval(MonoClock::now()));
   }
 
@@ -318,6 +366,7 @@ class Monitor {
     for (auto& src : fast_) src->collect(samples_);
     for (auto& src : slow_) src->collect(samples_);
     if (tree_) tree_->collect(samples_);
+    if (counters_) counters_->collect(samples_);
     auto now = MonoClock::now();
     agg_.observe(samples_, now);
     info_.mode = target_.mode == Mode::kRun ? "run" : target_.mode == Mode::kAttach ? "attach" : "system";
@@ -348,11 +397,37 @@ class Monitor {
   bool interrupted_ = false;
   bool duration_expired_ = false;
   bool tree_in_step_ = false;
+  bool counters_in_step_ = false;
+  std::unique_ptr<counters::CountersSource> counters_;
 };
 
 }  // namespace
 
 int run_monitor(const Config& config, const Target& target) { return Monitor(config, target).run(); }
+
+namespace {
+
+// Every counter event this host names, and whether it opens (system-wide, on its first CPU).
+void list_events(const Config& config) {
+  counters::Catalogue catalogue;
+  fmt::print("\n{:<40} {:<14} {}\n", "EVENT (family pmc; -e/--events, [pmc] events)", "STATUS", "WHY NOT");
+  if (!config.pmc_enabled) {
+    fmt::print("{:<40} {:<14} {}\n", "(all)", "disabled", "[pmc] enabled = false in the configuration");
+    return;
+  }
+  std::vector<std::string> defaults = counters::default_event_names(catalogue);
+  int cpu = counters::online_cpus().front();
+  for (const counters::EventSpec& e : catalogue.all()) {
+    counters::Scope scope{-1, e.cpus.empty() ? cpu : e.cpus.front(), false, false};
+    auto fd = counters::open_event(e, scope, -1);
+    bool is_default = std::find(defaults.begin(), defaults.end(), e.name) != defaults.end();
+    std::string name = e.name + (is_default ? " *" : "") + (e.unit.empty() ? "" : " [" + e.unit + "]");
+    fmt::print("{:<40} {:<14} {}\n", name, fd ? "available" : "unavailable", fd ? "" : fd.error().message);
+  }
+  fmt::print("(* counted by default; raw events as rNNNN or pmu/event=0x..,umask=0x../ are accepted too)\n");
+}
+
+}  // namespace
 
 int list_sources(const Config& config) {
   FsRoots roots;
@@ -372,11 +447,12 @@ int list_sources(const Config& config) {
   fmt::print("{:<14} {:<14} {}\n", "proc_events", ev ? "available" : "unavailable",
              ev ? "run/attach: instant discovery of forked children (netlink proc connector)"
                 : ev.error().message + " (children are found by /proc walks only)");
-  for (auto [later, on] : {std::pair{"pmc", config.pmc_enabled}, std::pair{"scheduler", config.scheduler_enabled},
-                           std::pair{"block_io", config.block_io_enabled}}) {
+  for (auto [later, on] :
+       {std::pair{"scheduler", config.scheduler_enabled}, std::pair{"block_io", config.block_io_enabled}}) {
     fmt::print("{:<14} {:<14} {}\n", later, on ? "unavailable" : "disabled",
                on ? "not built into this version of perf-monitor yet" : "off in the configuration");
   }
+  list_events(config);
   return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/duration.h"
 #include "core/version.h"
+#include "sources/counters/event_catalogue.h"
 
 namespace pm {
 namespace {
@@ -41,7 +42,7 @@ Invocation parse_command_line(int argc, char** argv) {
   app.set_version_flag("-V,--version", "perf-monitor " PERF_MONITOR_VERSION);
   app.require_subcommand(0, 1);
 
-  std::string format, output, interval, duration, config_path, tree_interval;
+  std::string format, output, interval, duration, config_path, tree_interval, events;
   auto add_common = [&](CLI::App* a) {
     a->add_option("-f,--format", format, "Output format: text (default) or json (JSON Lines)")
         ->check(CLI::IsMember({"text", "json"}));
@@ -50,6 +51,9 @@ Invocation parse_command_line(int argc, char** argv) {
     a->add_option("-d,--duration", duration,
                   "Stop after this long (in `run`, the command is sent SIGTERM, like timeout(1))");
     a->add_option("-c,--config", config_path, "TOML configuration file; flags override its settings");
+    a->add_option("-e,--events", events,
+                  "Counters to read, comma-separated: cycles, instructions, cache_misses, L1-dcache-load-misses, "
+                  "r01c2, cpu/event=0x2e,umask=0x41/, power/energy-pkg/ ... (see `perf-monitor list`)");
     a->add_option("--tree-interval", tree_interval,
                   "How often the process tree is read (default 100ms in run, the interval in attach)");
   };
@@ -114,6 +118,19 @@ Invocation parse_command_line(int argc, char** argv) {
   if (!set_duration(interval, "--interval", c.interval) || !set_duration(duration, "--duration", c.duration) ||
       !set_duration(tree_interval, "--tree-interval", c.tree_interval)) {
     return inv;
+  }
+
+  // Event names are checked now, so a typo is a usage error before anything starts.
+  counters::Catalogue catalogue;
+  if (!events.empty()) {
+    auto specs = catalogue.parse_list(events);
+    if (!specs) return fail("--events: " + specs.error().message);
+    c.pmc_events.clear();
+    for (const auto& s : *specs) c.pmc_events.push_back(s.name);
+  } else {
+    for (const std::string& name : c.pmc_events) {
+      if (auto spec = catalogue.parse(name); !spec) return fail("[pmc] events: " + spec.error().message);
+    }
   }
 
   if (run->parsed()) {

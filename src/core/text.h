@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace pm {
 
@@ -46,6 +47,25 @@ inline std::string_view next_field(std::string_view& s) {
   std::string_view field = s.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b);
   s = e == std::string_view::npos ? std::string_view{} : s.substr(e);
   return field;
+}
+
+// A sysfs CPU list: "0", "0,28", "0-3,8-11" (surrounding whitespace allowed); nullopt when
+// malformed. The bound keeps a corrupt file from allocating without limit.
+inline std::optional<std::vector<int>> parse_cpu_list(std::string_view s) {
+  std::vector<int> cpus;
+  s = trim(s);
+  while (!s.empty()) {
+    size_t comma = s.find(',');
+    std::string_view range = s.substr(0, comma);
+    size_t dash = range.find('-');
+    auto lo = parse_u64(range.substr(0, dash));
+    auto hi = dash == std::string_view::npos ? lo : parse_u64(range.substr(dash + 1));
+    if (!lo || !hi || *lo > *hi || *hi > (1U << 20)) return std::nullopt;
+    for (uint64_t c = *lo; c <= *hi; ++c) cpus.push_back(static_cast<int>(c));
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  return cpus;
 }
 
 // Calls f(line) for each line of s, without the trailing newline.

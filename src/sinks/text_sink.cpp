@@ -1,8 +1,10 @@
 // The text sink: a compact block per interval for people at a terminal, and a readable summary.
 // Families it knows get a hand-laid line; any other family is printed generically, so a new
 // source shows up without touching this file.
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -12,7 +14,8 @@
 namespace pm {
 namespace {
 
-const std::set<std::string_view> kLaidOut = {"cpu", "sched", "memory", "pressure", "numa", "thermal", "process_tree"};
+const std::set<std::string_view> kLaidOut = {"cpu",  "sched",   "memory",       "pressure",
+                                             "numa", "thermal", "process_tree", "pmc"};
 
 std::string pct(double v) { return fmt::format("{:.1f}%", v); }
 
@@ -33,6 +36,41 @@ double rate_of(const SummaryValue& v, double seconds) {
   return seconds > 0 ? v.value / seconds : 0;
 }
 
+// Counters as perf stat shows them: each event's count and rate, its share of time on the PMU
+// when multiplexed, then the ratios; energy in joules and watts.
+template <typename V>
+void pmc_lines(std::string& s, const std::vector<V>& values, double seconds) {
+  ValueIndex<V> ix(values);
+  std::string counts, energy;
+  for (const V& v : values) {
+    const MetricDesc& d = *v.desc;
+    if (d.family != "pmc" || d.kind != MetricKind::kCounter || !v.labels->empty() || d.name == "elapsed_seconds") {
+      continue;
+    }
+    std::string event(d.help.substr(0, d.help.find(',')));
+    double r = rate_of(v, seconds);
+    if (d.unit == Unit::kJoules) {
+      energy += fmt::format("  {} {:.2f} J ({:.2f} W)", event, v.value, r);
+      continue;
+    }
+    std::string item = d.unit == Unit::kSeconds ? fmt::format("  {} {:.1f} ms", event, v.value * 1e3)
+                                                : fmt::format("  {} {:.0f} ({:.0f}/s)", event, v.value, r);
+    const V* running = ix.find("pmc", "running_percent", {{"event", event}});
+    if (running != nullptr && running->value < 99.95) item += fmt::format(" [{:.1f}% running]", running->value);
+    counts += item;
+  }
+  if (!counts.empty()) s += "pmc     " + counts + "\n";
+  std::string ratios;
+  for (auto [name, label, fmtstr] : {std::tuple{"ipc", "IPC", "{:.2f}"}, std::tuple{"cpus_utilised", "CPUs", "{:.2f}"},
+                                     std::tuple{"cache_miss_percent", "cache miss", "{:.2f}%"},
+                                     std::tuple{"branch_miss_percent", "branch miss", "{:.3f}%"}}) {
+    if (const V* v = ix.find("pmc", name))
+      ratios += fmt::format("  {} ", label) + fmt::format(fmt::runtime(fmtstr), v->value);
+  }
+  if (!ratios.empty()) s += "pmc     " + ratios + "\n";
+  if (!energy.empty()) s += "energy  " + energy + "\n";
+}
+
 // Lines shared by the interval block and the summary (where rates are over the whole run).
 template <typename V>
 void system_lines(std::string& s, const std::vector<V>& values, double seconds) {
@@ -41,6 +79,7 @@ void system_lines(std::string& s, const std::vector<V>& values, double seconds) 
     const V* v = ix.find(f, n, l);
     return v == nullptr ? 0.0 : rate_of(*v, seconds);
   };
+  pmc_lines(s, values, seconds);
   if (ix.find("cpu", "utilisation_percent", {{"cpu", "all"}}) != nullptr) {
     s += "cpu     ";
     for (const char* mode : {"user", "nice", "system", "iowait", "irq", "softirq", "steal", "idle"}) {
@@ -121,12 +160,28 @@ void generic_lines(std::string& s, const std::vector<V>& values) {
   if (!family.empty()) s += "\n";
 }
 
+// One line per reason: six hardware events missing for one cause are one message.
+std::vector<std::pair<std::string, std::string>> by_reason(const std::vector<Unavailable>& list) {
+  std::vector<std::pair<std::string, std::string>> grouped;  // reason, sources
+  for (const Unavailable& u : list) {
+    auto it = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == u.reason; });
+    if (it == grouped.end()) {
+      grouped.emplace_back(u.reason, u.source);
+    } else {
+      it->second += ", " + u.source;
+    }
+  }
+  return grouped;
+}
+
 class TextSink final : public Sink {
  public:
   explicit TextSink(std::FILE* out) : out_(out) {}
 
   void unavailable(const std::vector<Unavailable>& list) override {
-    for (const Unavailable& u : list) fmt::print(stderr, "perf-monitor: {}: not available: {}\n", u.source, u.reason);
+    for (const auto& [reason, sources] : by_reason(list)) {
+      fmt::print(stderr, "perf-monitor: {}: not available: {}\n", sources, reason);
+    }
   }
 
   void interval(const IntervalRecord& rec) override {
@@ -202,7 +257,7 @@ class TextSink final : public Sink {
     }
     system_lines(s, rec.values, rec.seconds);
     generic_lines(s, rec.values);
-    for (const Unavailable& u : list) s += fmt::format("not available: {}: {}\n", u.source, u.reason);
+    for (const auto& [reason, sources] : by_reason(list)) s += fmt::format("not available: {}: {}\n", sources, reason);
     if (info.missed_ticks != 0) s += fmt::format("note: {} sampling ticks were served late\n", info.missed_ticks);
     if (info.proc_event_overruns != 0) {
       s += fmt::format("note: the kernel dropped {} fork/exit notifications; /proc walks covered them\n",

@@ -13,10 +13,17 @@
 //                                        the parent waits for the grandchild's end
 //   pm-workload sleepers N MS            a tree of N processes (the parent and N-1 children)
 //                                        that sleep MS
+//   pm-workload pingpong N               N round trips of one byte between the process and a
+//                                        child over two pipes, both pinned to one CPU so that
+//                                        every trip is exactly 2 switches and 2 wakeups
+//   pm-workload cputime MS               spin MS of CPU time, then print this process's own
+//                                        rusage as "cpu_seconds=S" (the kernel's truth)
 //   pm-workload exit CODE                exit with CODE
 //   pm-workload sleep MS                 sleep
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,6 +161,46 @@ int main(int argc, char** argv) {
     sleep_ms(arg(3));
     while (::wait(nullptr) > 0) {
     }
+  } else if (mode == "pingpong" && argc == 3) {
+    // On two CPUs a reader may find its byte already there and not block; on one it always does.
+    cpu_set_t allowed;
+    if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+      for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &allowed)) {
+          cpu_set_t one;
+          CPU_ZERO(&one);
+          CPU_SET(c, &one);
+          ::sched_setaffinity(0, sizeof one, &one);
+          break;
+        }
+      }
+    }
+    int ping[2], pong[2];
+    if (::pipe(ping) != 0 || ::pipe(pong) != 0) return 1;
+    long n = arg(2);
+    char c = 0;
+    pid_t child = ::fork();
+    if (child == 0) {
+      // Only our own ends stay open: if the other side dies, a read sees EOF and we exit.
+      ::close(ping[1]);
+      ::close(pong[0]);
+      for (long i = 0; i < n; ++i) {
+        if (::read(ping[0], &c, 1) != 1 || ::write(pong[1], &c, 1) != 1) ::_exit(1);
+      }
+      ::_exit(0);
+    }
+    ::close(ping[0]);
+    ::close(pong[1]);
+    for (long i = 0; i < n; ++i) {
+      if (::write(ping[1], &c, 1) != 1 || ::read(pong[0], &c, 1) != 1) return 1;
+    }
+    ::waitpid(child, nullptr, 0);
+  } else if (mode == "cputime" && argc == 3) {
+    spin(arg(2));
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    auto sec = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
+    std::printf("cpu_seconds=%.6f\n", sec(ru.ru_utime) + sec(ru.ru_stime));
   } else if (mode == "exit" && argc == 3) {
     return static_cast<int>(arg(2));
   } else if (mode == "sleep" && argc == 3) {

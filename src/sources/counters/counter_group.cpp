@@ -1,0 +1,151 @@
+#include "sources/counters/counter_group.h"
+
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <limits>
+
+#include "core/file_reader.h"
+#include "core/text.h"
+
+namespace pm::counters {
+
+double Reading::scaled() const {
+  if (running_ns == 0) return enabled_ns == 0 ? static_cast<double>(raw) : std::numeric_limits<double>::quiet_NaN();
+  if (running_ns >= enabled_ns) return static_cast<double>(raw);
+  return static_cast<double>(raw) * static_cast<double>(enabled_ns) / static_cast<double>(running_ns);
+}
+
+double Reading::running_fraction() const {
+  if (enabled_ns == 0) return 1.0;
+  return std::min(1.0, static_cast<double>(running_ns) / static_cast<double>(enabled_ns));
+}
+
+namespace {
+
+constexpr uint64_t kReadFormat = PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+
+Error open_error(const EventSpec& e, int err) {
+  std::string why;
+  switch (err) {
+    case ENOENT:
+    case EOPNOTSUPP:
+      why = e.kind == EventKind::kSoftware ? "not supported by this kernel"
+                                           : "not supported: this host has no PMU that counts it (a VM without a "
+                                             "virtual PMU, or another CPU model)";
+      break;
+    case EACCES:
+    case EPERM:
+      why = "permission denied: run as root or lower /proc/sys/kernel/perf_event_paranoid";
+      break;
+    case EMFILE:
+      why = "too many open files: raise the limit (ulimit -n)";
+      break;
+    default:
+      why = std::string("perf_event_open: ") + std::strerror(err);
+  }
+  return Error{err == EACCES || err == EPERM ? Errc::kPermissionDenied : Errc::kUnavailable, why};
+}
+
+}  // namespace
+
+Result<UniqueFd> open_event(const EventSpec& e, const Scope& scope, int group_fd) {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = e.type;
+  attr.config = e.config;
+  attr.config1 = e.config1;
+  attr.config2 = e.config2;
+  attr.read_format = kReadFormat;
+  attr.inherit = scope.inherit ? 1 : 0;
+  // The leader starts disabled and is enabled once its group is complete: a member added to a
+  // running group is not scheduled onto the PMU until the group is next scheduled in, which on
+  // a CPU context may be never. Members follow their leader.
+  bool leader = group_fd < 0;
+  attr.disabled = leader ? 1 : 0;
+  attr.enable_on_exec = leader && scope.enable_on_exec ? 1 : 0;
+  for (;;) {
+    long fd = ::syscall(SYS_perf_event_open, &attr, scope.pid, scope.cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
+    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+    if (errno != EINTR) return open_error(e, errno);
+  }
+}
+
+CounterSet CounterSet::open(const std::vector<EventSpec>& events, const Scope& scope) {
+  CounterSet set;
+  set.failures_.resize(events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    Group* g = set.groups_.empty() ? nullptr : &set.groups_.back();
+    if (g != nullptr) {
+      auto fd = open_event(events[i], scope, g->leader.get());
+      if (fd) {
+        g->members.push_back(std::move(*fd));
+        g->events.push_back(i);
+        continue;
+      }
+    }
+    // No group yet, or this event does not fit the current one (full, or another PMU): it
+    // leads a new group if it can be opened at all.
+    auto fd = open_event(events[i], scope, -1);
+    if (!fd) {
+      set.failures_[i] = fd.error();
+      continue;
+    }
+    Group ng;
+    ng.leader = std::move(*fd);
+    ng.events.push_back(i);
+    set.groups_.push_back(std::move(ng));
+  }
+  if (!scope.enable_on_exec) {  // else the task's exec enables them
+    for (Group& g : set.groups_) ::ioctl(g.leader.get(), PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP);
+  }
+  return set;
+}
+
+Status CounterSet::read(std::vector<Reading>& readings) {
+  for (Group& g : groups_) {
+    // nr, time_enabled, time_running, then one value per counter.
+    g.buf.resize(3 + g.events.size());
+    size_t bytes = g.buf.size() * sizeof(uint64_t);
+    ssize_t n;
+    do {
+      n = ::read(g.leader.get(), g.buf.data(), bytes);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return Error::from_errno(errno, "reading counters");
+    if (static_cast<size_t>(n) < 3 * sizeof(uint64_t) || g.buf[0] != g.events.size()) {
+      return make_error(Errc::kIo, "reading counters: short group read");
+    }
+    for (size_t k = 0; k < g.events.size(); ++k) {
+      Reading& r = readings[g.events[k]];
+      r.enabled_ns = g.buf[1];
+      r.running_ns = g.buf[2];
+      r.raw = g.buf[3 + k];
+    }
+  }
+  return {};
+}
+
+size_t CounterSet::fds() const {
+  size_t n = 0;
+  for (const Group& g : groups_) n += 1 + g.members.size();
+  return n;
+}
+
+std::vector<int> online_cpus() {
+  std::vector<int> cpus;
+  FileReader reader;
+  auto text = reader.read("/sys/devices/system/cpu/online");
+  if (text) {
+    if (auto list = parse_cpu_list(*text)) cpus = std::move(*list);
+  }
+  if (cpus.empty()) {
+    for (long c = 0; c < ::sysconf(_SC_NPROCESSORS_ONLN); ++c) cpus.push_back(static_cast<int>(c));
+  }
+  return cpus;
+}
+
+}  // namespace pm::counters

@@ -1,0 +1,206 @@
+#include "sources/counters/counters_source.h"
+
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <optional>
+
+#include "sources/counters/counter_group.h"
+
+namespace pm::counters {
+namespace {
+
+using K = MetricKind;
+const MetricDesc kElapsed{"pmc", "elapsed_seconds", K::kCounter, Unit::kSeconds,
+                          "Wall-clock time the counters have been open: the denominator of CPUs utilised"};
+const MetricDesc kEnabled{"pmc", "enabled_seconds", K::kCounter, Unit::kSeconds,
+                          "Time each event was enabled (summed over CPUs or tasks)"};
+const MetricDesc kRunning{"pmc", "running_seconds", K::kCounter, Unit::kSeconds,
+                          "Time each event was actually counting on the PMU (summed over CPUs or tasks)"};
+const MetricDesc kRunningPct{"pmc", "running_percent", K::kGauge, Unit::kPercent,
+                             "Share of the enabled time an event was on the PMU; below 100 the value is scaled "
+                             "from a sample, as perf stat does"};
+const MetricDesc kIpc{"pmc", "ipc", K::kGauge, Unit::kNone, "Instructions per cycle"};
+const MetricDesc kCacheMiss{"pmc", "cache_miss_percent", K::kGauge, Unit::kPercent, "cache-misses / cache-references"};
+const MetricDesc kBranchMiss{"pmc", "branch_miss_percent", K::kGauge, Unit::kPercent,
+                             "branch-misses / branch-instructions (not / instructions)"};
+const MetricDesc kCpusUtilised{"pmc", "cpus_utilised", K::kGauge, Unit::kNone,
+                               "task-clock / wall-clock time: how many CPUs were busy on average"};
+
+Unit unit_of(const EventSpec& e) {
+  if (e.unit == "seconds") return Unit::kSeconds;
+  if (e.unit == "Joules" || e.unit == "joules") return Unit::kJoules;
+  return Unit::kNone;
+}
+
+// Package-wide events (energy) count once per package, on the CPUs their PMU names.
+bool is_package_event(const EventSpec& e) { return e.kind == EventKind::kPmu && !e.cpus.empty(); }
+
+}  // namespace
+
+struct CountersSource::Impl {
+  struct OwnedDesc {
+    std::string name, help;
+    MetricDesc desc;
+  };
+  struct Target {
+    CounterSet set;
+    std::vector<size_t> events;  // event index of each entry the set was opened with
+    std::string cpu;             // per-CPU label when system-wide, else empty
+  };
+
+  std::vector<EventSpec> events;
+  std::vector<Target> targets;
+  std::deque<OwnedDesc> descs;  // stable addresses: samples point at them
+  std::vector<const MetricDesc*> total, per_cpu;
+  std::vector<std::optional<Error>> failure;
+  std::vector<bool> opened;
+  std::vector<Reading> readings;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+  const MetricDesc* own_desc(std::string name, std::string help, const EventSpec& e) {
+    OwnedDesc& d = descs.emplace_back();
+    d.name = std::move(name);
+    d.help = std::move(help);
+    d.desc = MetricDesc{"pmc", d.name, K::kCounter, unit_of(e), d.help};
+    return &d.desc;
+  }
+
+  void open(const std::vector<size_t>& which, const Scope& scope, std::string cpu_label) {
+    std::vector<EventSpec> specs;
+    for (size_t i : which) specs.push_back(events[i]);
+    Target t{CounterSet::open(specs, scope), which, std::move(cpu_label)};
+    for (size_t k = 0; k < which.size(); ++k) {
+      size_t i = which[k];
+      if (t.set.failure(k)) {
+        if (!opened[i] && !failure[i]) failure[i] = t.set.failure(k);
+      } else {
+        opened[i] = true;
+        failure[i].reset();
+      }
+    }
+    if (t.set.any_open()) targets.push_back(std::move(t));
+  }
+};
+
+CountersSource::CountersSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CountersSource::~CountersSource() = default;
+
+Result<std::unique_ptr<CountersSource>> make_counters_source(const std::vector<EventSpec>& events,
+                                                             const CountersTarget& target) {
+  auto impl = std::make_unique<CountersSource::Impl>();
+  impl->events = events;
+  impl->failure.resize(events.size());
+  impl->opened.resize(events.size());
+  impl->readings.resize(events.size());
+
+  std::vector<size_t> scoped;
+  std::map<std::vector<int>, std::vector<size_t>> package;  // by the CPUs they count on
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (is_package_event(events[i])) {
+      package[events[i].cpus].push_back(i);
+    } else {
+      scoped.push_back(i);
+    }
+  }
+  bool system_wide = target.tids.empty();
+  if (!scoped.empty()) {
+    if (system_wide) {
+      for (int cpu : online_cpus()) impl->open(scoped, Scope{-1, cpu, false, false}, std::to_string(cpu));
+    } else {
+      for (int tid : target.tids) impl->open(scoped, Scope{tid, -1, true, target.enable_on_exec}, "");
+    }
+  }
+  for (const auto& [cpus, which] : package) {
+    for (int cpu : cpus) impl->open(which, Scope{-1, cpu, false, false}, "");
+  }
+
+  for (size_t i = 0; i < events.size(); ++i) {
+    std::string name = metric_name(events[i]);
+    if (events[i].unit == "seconds" && !name.ends_with("_seconds")) name += "_seconds";
+    if (unit_of(events[i]) == Unit::kJoules && !name.ends_with("_joules")) name += "_joules";
+    std::string help =
+        events[i].name + (system_wide || is_package_event(events[i]) ? ", whole system" : ", the target's tree");
+    impl->total.push_back(impl->own_desc(name, help, events[i]));
+    impl->per_cpu.push_back(system_wide && !is_package_event(events[i])
+                                ? impl->own_desc(name + "_per_cpu", events[i].name + ", per CPU", events[i])
+                                : nullptr);
+  }
+  if (impl->targets.empty()) {
+    std::string why = events.empty() ? "no events selected" : impl->failure[0] ? impl->failure[0]->message : "";
+    return make_error(Errc::kUnavailable, "no counter could be opened (" + why + ")");
+  }
+  return std::make_unique<CountersSource>(std::move(impl));
+}
+
+void CountersSource::collect(Samples& out) {
+  Impl& m = *impl_;
+  size_t n = m.events.size();
+  std::vector<double> total(n, 0.0), enabled(n, 0.0), running(n, 0.0);
+  std::vector<bool> counted(n, false), unknown(n, false);
+  for (Impl::Target& t : m.targets) {
+    std::vector<Reading> r(t.events.size());
+    if (!t.set.read(r)) continue;
+    for (size_t k = 0; k < t.events.size(); ++k) {
+      size_t i = t.events[k];
+      if (t.set.failure(k)) continue;
+      double v = r[k].scaled();
+      if (std::isnan(v)) {
+        unknown[i] = true;  // not on the PMU yet: an estimate would be a guess
+        continue;
+      }
+      v *= m.events[i].scale;
+      total[i] += v;
+      counted[i] = true;
+      enabled[i] += static_cast<double>(r[k].enabled_ns) / 1e9;
+      running[i] += static_cast<double>(r[k].running_ns) / 1e9;
+      if (!t.cpu.empty() && m.per_cpu[i] != nullptr) out.push_back({m.per_cpu[i], {{"cpu", t.cpu}}, v});
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!counted[i] || unknown[i]) continue;
+    out.push_back({m.total[i], {}, total[i]});
+    Labels l{{"event", m.events[i].name}};
+    out.push_back({&kEnabled, l, enabled[i]});
+    out.push_back({&kRunning, std::move(l), running[i]});
+  }
+  out.push_back({&kElapsed, {}, std::chrono::duration<double>(std::chrono::steady_clock::now() - m.start).count()});
+}
+
+std::vector<RatioRule> CountersSource::ratios() const {
+  auto find = [&](std::string_view name) -> const MetricDesc* {
+    for (size_t i = 0; i < impl_->events.size(); ++i) {
+      if (impl_->events[i].name == name && impl_->opened[i]) return impl_->total[i];
+    }
+    return nullptr;
+  };
+  std::vector<RatioRule> rules{{&kRunningPct, &kRunning, &kEnabled, 100.0}};
+  auto add = [&](const MetricDesc* out, std::string_view num, std::string_view den, double scale) {
+    const MetricDesc* n = find(num);
+    const MetricDesc* d = den.empty() ? &kElapsed : find(den);
+    if (n != nullptr && d != nullptr) rules.push_back({out, n, d, scale});
+  };
+  add(&kIpc, "instructions", "cycles", 1.0);
+  add(&kCacheMiss, "cache-misses", "cache-references", 100.0);
+  add(&kBranchMiss, "branch-misses", "branch-instructions", 100.0);
+  add(&kCpusUtilised, "task-clock", "", 1.0);
+  return rules;
+}
+
+std::vector<Unavailable> CountersSource::unsupported() const {
+  std::vector<Unavailable> out;
+  for (size_t i = 0; i < impl_->events.size(); ++i) {
+    if (!impl_->opened[i] && impl_->failure[i])
+      out.push_back({"pmc." + impl_->events[i].name, impl_->failure[i]->message});
+  }
+  return out;
+}
+
+size_t CountersSource::fds() const {
+  size_t n = 0;
+  for (const auto& t : impl_->targets) n += t.set.fds();
+  return n;
+}
+
+}  // namespace pm::counters
