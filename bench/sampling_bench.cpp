@@ -3,6 +3,7 @@
 //    work done every 100 ms in `run`; reported per process.
 //  - SystemTick: reading the system-wide files, aggregating and formatting one JSON interval,
 //    the work done every second in live mode.
+//  - CounterTick/M: reading M perf counters on every CPU (one group read per CPU).
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -15,6 +16,8 @@
 
 #include "core/aggregator.h"
 #include "sinks/sink.h"
+#include "sources/counters/counter_group.h"
+#include "sources/counters/counters_source.h"
 #include "sources/files/process_tree.h"
 #include "sources/files/system_sources.h"
 
@@ -94,5 +97,32 @@ void SystemTick(benchmark::State& state) {
 BENCHMARK(SystemTick)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
+
+// One counters tick: a group read per CPU (system-wide, every online CPU) of M software events,
+// turned into samples. Reported per tick and per counter (CPUs x events).
+void CounterTick(benchmark::State& state) {
+  static const char* kEvents[] = {"task-clock",   "context-switches", "cpu-migrations", "page-faults",
+                                  "minor-faults", "major-faults",     "cpu-clock",      "alignment-faults"};
+  std::vector<pm::counters::EventSpec> specs;
+  pm::counters::Catalogue catalogue;
+  for (int64_t i = 0; i < state.range(0); ++i) specs.push_back(*catalogue.parse(kEvents[i]));
+  auto src = pm::counters::make_counters_source(specs, {});
+  if (!src) {
+    state.SkipWithError(src.error().message.c_str());
+    return;
+  }
+  pm::Samples samples;
+  for (auto _ : state) {
+    samples.clear();
+    (*src)->collect(samples);
+    benchmark::DoNotOptimize(samples.data());
+  }
+  double counters = static_cast<double>(pm::counters::online_cpus().size() * specs.size());
+  state.counters["cpus"] = static_cast<double>(pm::counters::online_cpus().size());
+  state.counters["events"] = static_cast<double>(specs.size());
+  state.counters["per_counter"] =
+      benchmark::Counter(counters, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(CounterTick)->Arg(1)->Arg(6)->Arg(8)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -168,14 +168,48 @@ TEST_F(CountersTest, EnergyWhereThereIsAPowerPmu) {
   }
   Outcome o = run_pm({"--format", "json", "--interval", "500ms", "--duration", "1500ms"});
   ASSERT_FALSE(o.summary.is_null());
-  bool any = false;
+  bool joules = false, watts = false;
   for (const auto& [k, v] : o.summary.items()) {
-    if (k.rfind("pmc_power_energy", 0) == 0) {
-      any = true;
-      EXPECT_GT(v.get<double>(), 0) << k;
-    }
+    if (k.rfind("pmc_power_energy", 0) != 0) continue;
+    joules = joules || k.ends_with("_joules");
+    watts = watts || k.ends_with("_watts");
+    EXPECT_GT(v.get<double>(), 0) << k;
   }
-  EXPECT_TRUE(any) << o.summary.dump();
+  EXPECT_TRUE(joules && watts) << o.summary.dump();
+}
+
+TEST_F(CountersTest, PmuAliasFromSysfsCountsWithItsOwnPmu) {
+  // msr/tsc/ (an alias in /sys/bus/event_source/devices/msr/events) counts TSC ticks while the
+  // task runs: over its task-clock, that is the TSC frequency, which /proc/cpuinfo states.
+  if (::access("/sys/bus/event_source/devices/msr/events/tsc", F_OK) != 0) {
+    GTEST_SKIP() << "no msr PMU with a tsc event on this host";
+  }
+  FILE* f = std::fopen("/proc/cpuinfo", "r");
+  ASSERT_NE(f, nullptr);
+  double mhz = 0;
+  char line[256];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "cpu MHz : %lf", &mhz) == 1) break;
+  }
+  std::fclose(f);
+  if (mhz <= 0) GTEST_SKIP() << "/proc/cpuinfo states no cpu MHz";
+  Outcome o = run_json("msr/tsc/,task-clock", {workload(), "cputime", "300"});
+  double hz = num(o, "pmc_msr_tsc") / num(o, "pmc_task_clock_seconds");
+  EXPECT_NEAR(hz, mhz * 1e6, mhz * 1e6 * 0.03);
+}
+
+TEST_F(CountersTest, AttachCountsARunningTree) {
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::execl(workload().c_str(), "pm-workload", "children", "2", "8", "0", "500", nullptr);
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Outcome o = run_pm({"attach", "--pid", std::to_string(child), "--format", "json", "-e", "task-clock,page-faults"});
+  ::waitpid(child, nullptr, 0);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  // Two children of 500 ms of CPU each, forked after we attached or inherited: at least most of it.
+  EXPECT_GE(num(o, "pmc_task_clock_seconds"), 2 * 0.5 * 0.7);
 }
 
 TEST(CliCounters, HardwareEventsSayNotSupported) {

@@ -59,11 +59,13 @@ struct CountersSource::Impl {
   std::vector<Reading> readings;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
-  const MetricDesc* own_desc(std::string name, std::string help, const EventSpec& e) {
+  std::vector<RatioRule> watts;  // energy events: joules over wall time
+
+  const MetricDesc* own_desc(std::string name, std::string help, const EventSpec& e, MetricKind kind = K::kCounter) {
     OwnedDesc& d = descs.emplace_back();
     d.name = std::move(name);
     d.help = std::move(help);
-    d.desc = MetricDesc{"pmc", d.name, K::kCounter, unit_of(e), d.help};
+    d.desc = MetricDesc{"pmc", d.name, kind, kind == K::kCounter ? unit_of(e) : Unit::kNone, d.help};
     return &d.desc;
   }
 
@@ -123,6 +125,11 @@ Result<std::unique_ptr<CountersSource>> make_counters_source(const std::vector<E
     std::string help =
         events[i].name + (system_wide || is_package_event(events[i]) ? ", whole system" : ", the target's tree");
     impl->total.push_back(impl->own_desc(name, help, events[i]));
+    if (unit_of(events[i]) == Unit::kJoules) {
+      std::string watts = name.substr(0, name.size() - std::string_view("_joules").size()) + "_watts";
+      impl->watts.push_back({impl->own_desc(watts, events[i].name + ", average power", events[i], K::kGauge),
+                             impl->total.back(), &kElapsed, 1.0});
+    }
     impl->per_cpu.push_back(system_wide && !is_package_event(events[i])
                                 ? impl->own_desc(name + "_per_cpu", events[i].name + ", per CPU", events[i])
                                 : nullptr);
@@ -185,6 +192,7 @@ std::vector<RatioRule> CountersSource::ratios() const {
   add(&kCacheMiss, "cache-misses", "cache-references", 100.0);
   add(&kBranchMiss, "branch-misses", "branch-instructions", 100.0);
   add(&kCpusUtilised, "task-clock", "", 1.0);
+  for (size_t i = 0; i < impl_->watts.size(); ++i) rules.push_back(impl_->watts[i]);
   return rules;
 }
 
