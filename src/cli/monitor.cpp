@@ -20,6 +20,7 @@
 #include "sinks/sink.h"
 #include "sources/counters/counter_group.h"
 #include "sources/counters/counters_source.h"
+#include "sources/files/powercap.h"
 #include "sources/files/proc_events.h"
 #include "sources/files/process_tree.h"
 #include "sources/files/system_sources.h"
@@ -46,6 +47,13 @@ const SourceEntry kFileSources[] = {
     {"thermal", &Config::thermal, make_thermal_source, true,
      "family thermal: zones and trip points (/sys/class/thermal)"},
 };
+
+// Energy comes from the power PMU when there is one (with the other counters), else powercap.
+bool has_power_pmu() {
+  counters::Catalogue catalogue;
+  auto names = counters::default_event_names(catalogue);
+  return std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.rfind("power/", 0) == 0; });
+}
 
 void print_error(const std::string& msg) { fmt::print(stderr, "perf-monitor: {}\n", msg); }
 
@@ -123,6 +131,15 @@ class Monitor {
       }
       for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
       (e.slow ? slow_ : fast_).push_back(std::move(*src));
+    }
+    // Energy: the power PMU's events count with the other counters; without that PMU, the
+    // kernel's powercap (RAPL) files stand in.
+    if (cfg_.pmc_enabled && !has_power_pmu()) {
+      if (auto src = make_powercap_source(roots)) {
+        fast_.push_back(std::move(*src));
+      } else {
+        unavailable_.push_back({"energy", src.error().message + "; and no power PMU"});
+      }
     }
   }
 
@@ -443,6 +460,11 @@ int list_sources(const Config& config) {
   auto tree_ok = ProcessTree().add_root(::getpid());
   fmt::print("{:<14} {:<14} {}\n", "process_tree", tree_ok ? "available" : "unavailable",
              "family process_tree (run/attach): CPU, faults, I/O, switches, memory of a whole tree (/proc/PID/*)");
+  if (!has_power_pmu()) {
+    auto pc = make_powercap_source(roots);
+    fmt::print("{:<14} {:<14} {}\n", "energy", pc ? "available" : "unavailable",
+               pc ? "family energy: RAPL zones from /sys/class/powercap (no power PMU here)" : pc.error().message);
+  }
   auto ev = ProcEvents::open();
   fmt::print("{:<14} {:<14} {}\n", "proc_events", ev ? "available" : "unavailable",
              ev ? "run/attach: instant discovery of forked children (netlink proc connector)"

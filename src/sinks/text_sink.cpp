@@ -14,8 +14,8 @@
 namespace pm {
 namespace {
 
-const std::set<std::string_view> kLaidOut = {"cpu",  "sched",   "memory",       "pressure",
-                                             "numa", "thermal", "process_tree", "pmc"};
+const std::set<std::string_view> kLaidOut = {"cpu",     "sched",        "memory", "pressure", "numa",
+                                             "thermal", "process_tree", "pmc",    "energy"};
 
 std::string pct(double v) { return fmt::format("{:.1f}%", v); }
 
@@ -68,6 +68,11 @@ void pmc_lines(std::string& s, const std::vector<V>& values, double seconds) {
       ratios += fmt::format("  {} ", label) + fmt::format(fmt::runtime(fmtstr), v->value);
   }
   if (!ratios.empty()) s += "pmc     " + ratios + "\n";
+  for (const V& v : values) {  // energy read from powercap zones
+    if (v.desc->family == "energy" && v.desc->unit == Unit::kJoules && !v.labels->empty()) {
+      energy += fmt::format("  {} {:.2f} J ({:.2f} W)", (*v.labels)[0].second, v.value, rate_of(v, seconds));
+    }
+  }
   if (!energy.empty()) s += "energy  " + energy + "\n";
 }
 
