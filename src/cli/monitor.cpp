@@ -132,15 +132,18 @@ class Monitor {
       for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
       (e.slow ? slow_ : fast_).push_back(std::move(*src));
     }
-    // Energy: the power PMU's events count with the other counters; without that PMU, the
-    // kernel's powercap (RAPL) files stand in.
-    if (cfg_.pmc_enabled && !has_power_pmu()) {
-      if (auto src = make_powercap_source(roots)) {
-        fast_.push_back(std::move(*src));
-      } else {
-        unavailable_.push_back({"energy", src.error().message + "; and no power PMU"});
-      }
+  }
+
+  // Energy: the power PMU's events count with the other counters; where none counts, the
+  // kernel's powercap (RAPL) files stand in.
+  void open_powercap() {
+    auto src = make_powercap_source(FsRoots{});
+    if (!src) {
+      unavailable_.push_back({"energy", src.error().message + ", and no power PMU event counts"});
+      return;
     }
+    for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
+    fast_.push_back(std::move(*src));
   }
 
   // Counters start here; then every source is read at its rhythm.
@@ -251,16 +254,20 @@ class Monitor {
         cfg_.pmc_events.empty() ? counters::default_event_names(catalogue) : cfg_.pmc_events;
     std::vector<counters::EventSpec> specs;
     for (const std::string& n : names) {
-      if (auto spec = catalogue.parse(n)) specs.push_back(std::move(*spec));  // names were checked at start-up
+      auto spec = catalogue.parse(n);  // names were checked at start-up
+      if (!spec) continue;
+      bool seen = std::any_of(specs.begin(), specs.end(), [&](const auto& s) { return s.name == spec->name; });
+      if (!seen) specs.push_back(std::move(*spec));  // cycles,cpu-cycles: one event, one key
     }
     auto src = counters::make_counters_source(specs, target);
     if (!src) {
       unavailable_.push_back({"pmc", src.error().message});
-      return;
+    } else {
+      for (Unavailable& u : (*src)->unsupported()) unavailable_.push_back(std::move(u));
+      for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
+      counters_ = std::move(*src);
     }
-    for (Unavailable& u : (*src)->unsupported()) unavailable_.push_back(std::move(u));
-    for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
-    counters_ = std::move(*src);
+    if (!counters_ || !counters_->counts_energy()) open_powercap();
   }
 
   int start_timers() {
@@ -278,8 +285,9 @@ class Monitor {
       if (!tree_in_step_) ok = ok && add(d, [this] { sample_tree(); });
     }
     if (counters_) {
-      counters_in_step_ = cfg_.pmc_interval == cfg_.interval;
-      if (!counters_in_step_) ok = ok && add(cfg_.pmc_interval, [this] { sample_counters(); });
+      Duration d = cfg_.pmc_interval.value_or(cfg_.interval);
+      counters_in_step_ = d == cfg_.interval;
+      if (!counters_in_step_) ok = ok && add(d, [this] { sample_counters(); });
     }
     if (cfg_.duration) ok = ok && add(*cfg_.duration, [this] { on_duration(); });
     return ok ? 0 : kExitFailure;
@@ -379,6 +387,9 @@ class Monitor {
       info_.proc_event_overruns = events_->overruns();
     }
     if (tree_ && !tree_->denied().empty()) unavailable_.push_back({"process_tree", tree_->denied()});
+    if (counters_) {
+      for (Unavailable& u : counters_->not_counted()) unavailable_.push_back(std::move(u));
+    }
     samples_.clear();
     for (auto& src : fast_) src->collect(samples_);
     for (auto& src : slow_) src->collect(samples_);

@@ -121,7 +121,9 @@ Status apply_section(std::string_view origin, const std::string& name, const tom
   } else if (name == "pmc") {
     PM_TRY(s.check_keys({"enabled", "interval_secs", "events"}));
     PM_TRY(s.get("enabled", c.pmc_enabled));
-    PM_TRY(s.get_seconds("interval_secs", c.pmc_interval));
+    Duration pmc{0};
+    PM_TRY(s.get_seconds("interval_secs", pmc));
+    if (pmc.count() > 0) c.pmc_interval = pmc;
     PM_TRY(s.get("events", c.pmc_events));
   } else if (name == "scheduler") {
     PM_TRY(s.check_keys({"enabled"}));

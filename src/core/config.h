@@ -34,7 +34,7 @@ struct Config {
   bool cpu = true, memory = true, pressure = true, numa = true, thermal = true;
   // Sections of sources that plug in later; accepted and validated now.
   bool pmc_enabled = true;
-  Duration pmc_interval = std::chrono::seconds(1);
+  std::optional<Duration> pmc_interval;  // unset: read at every report interval
   std::vector<std::string> pmc_events;
   bool scheduler_enabled = true;
   bool block_io_enabled = true;

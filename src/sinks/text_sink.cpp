@@ -47,7 +47,7 @@ void pmc_lines(std::string& s, const std::vector<V>& values, double seconds) {
     if (d.family != "pmc" || d.kind != MetricKind::kCounter || !v.labels->empty() || d.name == "elapsed_seconds") {
       continue;
     }
-    std::string event(d.help.substr(0, d.help.find(',')));
+    std::string event(d.name);
     double r = rate_of(v, seconds);
     if (d.unit == Unit::kJoules) {
       energy += fmt::format("  {} {:.2f} J ({:.2f} W)", event, v.value, r);

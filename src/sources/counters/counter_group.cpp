@@ -68,6 +68,8 @@ Result<UniqueFd> open_event(const EventSpec& e, const Scope& scope, int group_fd
   bool leader = group_fd < 0;
   attr.disabled = leader ? 1 : 0;
   attr.enable_on_exec = leader && scope.enable_on_exec ? 1 : 0;
+  attr.exclude_kernel = scope.user_only ? 1 : 0;
+  attr.exclude_hv = scope.user_only ? 1 : 0;
   for (;;) {
     long fd = ::syscall(SYS_perf_event_open, &attr, scope.pid, scope.cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
     if (fd >= 0) return UniqueFd(static_cast<int>(fd));
@@ -75,11 +77,36 @@ Result<UniqueFd> open_event(const EventSpec& e, const Scope& scope, int group_fd
   }
 }
 
+namespace {
+
+// Which group an event joins: the pairs whose ratio is reported share one (so the ratio is of
+// counts taken over the same time), software events share one (they never multiplex), and any
+// other hardware event counts alone, so one that cannot get onto the PMU takes nothing with it.
+std::string group_key(const EventSpec& e, size_t index) {
+  if (e.kind == EventKind::kSoftware) return "software";
+  for (const auto& [a, b] : {std::pair{"cycles", "instructions"}, std::pair{"cache-references", "cache-misses"},
+                             std::pair{"branch-instructions", "branch-misses"}}) {
+    if (e.name == a || e.name == b) return a;
+  }
+  return "alone:" + std::to_string(index);
+}
+
+}  // namespace
+
 CounterSet CounterSet::open(const std::vector<EventSpec>& events, const Scope& scope) {
   CounterSet set;
   set.failures_.resize(events.size());
+  set.user_only_.resize(events.size());
+  std::vector<std::string> group_of;  // key of each group in groups_
   for (size_t i = 0; i < events.size(); ++i) {
-    Group* g = set.groups_.empty() ? nullptr : &set.groups_.back();
+    std::string key = group_key(events[i], i);
+    Group* g = nullptr;
+    for (size_t k = group_of.size(); k-- > 0;) {
+      if (group_of[k] == key) {
+        g = &set.groups_[k];
+        break;
+      }
+    }
     if (g != nullptr) {
       auto fd = open_event(events[i], scope, g->leader.get());
       if (fd) {
@@ -91,6 +118,14 @@ CounterSet CounterSet::open(const std::vector<EventSpec>& events, const Scope& s
     // No group yet, or this event does not fit the current one (full, or another PMU): it
     // leads a new group if it can be opened at all.
     auto fd = open_event(events[i], scope, -1);
+    if (!fd && fd.error().code == Errc::kPermissionDenied && !scope.user_only) {
+      // perf_event_paranoid may forbid counting the kernel: count user space, as perf stat's
+      // ":u" does, and say so.
+      Scope user = scope;
+      user.user_only = true;
+      fd = open_event(events[i], user, -1);
+      set.user_only_[i] = fd.ok();
+    }
     if (!fd) {
       set.failures_[i] = fd.error();
       continue;
@@ -99,6 +134,7 @@ CounterSet CounterSet::open(const std::vector<EventSpec>& events, const Scope& s
     ng.leader = std::move(*fd);
     ng.events.push_back(i);
     set.groups_.push_back(std::move(ng));
+    group_of.push_back(set.user_only_[i] ? "user:" + std::to_string(i) : key);
   }
   if (!scope.enable_on_exec) {  // else the task's exec enables them
     for (Group& g : set.groups_) ::ioctl(g.leader.get(), PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP);
@@ -116,7 +152,7 @@ Status CounterSet::read(std::vector<Reading>& readings) {
       n = ::read(g.leader.get(), g.buf.data(), bytes);
     } while (n < 0 && errno == EINTR);
     if (n < 0) return Error::from_errno(errno, "reading counters");
-    if (static_cast<size_t>(n) < 3 * sizeof(uint64_t) || g.buf[0] != g.events.size()) {
+    if (static_cast<size_t>(n) != bytes || g.buf[0] != g.events.size()) {
       return make_error(Errc::kIo, "reading counters: short group read");
     }
     for (size_t k = 0; k < g.events.size(); ++k) {

@@ -23,12 +23,19 @@ struct Reading {
   [[nodiscard]] double running_fraction() const;
 };
 
+// What happened between two readings of one counter: scaling this (not the cumulative reading)
+// gives each interval its own estimate, as perf stat -I does.
+inline Reading operator-(const Reading& now, const Reading& before) {
+  return {now.raw - before.raw, now.enabled_ns - before.enabled_ns, now.running_ns - before.running_ns};
+}
+
 // Where counters count.
 struct Scope {
   int pid = -1;                 // -1: every task (system-wide, per CPU); else a task
   int cpu = -1;                 // -1: wherever the task runs; else this CPU
   bool inherit = false;         // follow the task's future children and threads
   bool enable_on_exec = false;  // count from the task's next exec (a held child of `run`)
+  bool user_only = false;       // exclude the kernel (when perf_event_paranoid forbids it)
 };
 
 // The counters of a list of events for one scope. Events that cannot be opened (no PMU, not
@@ -40,6 +47,8 @@ class CounterSet {
 
   // Why event i could not be opened; nullopt when it counts.
   [[nodiscard]] const std::optional<Error>& failure(size_t i) const { return failures_[i]; }
+  // Event i counts user space only: the kernel refused counting kernel code.
+  [[nodiscard]] bool user_only(size_t i) const { return user_only_[i]; }
   [[nodiscard]] bool any_open() const { return !groups_.empty(); }
   // Reads every group; readings[i] is left untouched for events that failed. Errors only for
   // a failed read() of an open group.
@@ -55,6 +64,7 @@ class CounterSet {
   };
   std::vector<Group> groups_;
   std::vector<std::optional<Error>> failures_;
+  std::vector<bool> user_only_;
 };
 
 // Opens one event (group_fd -1 for a new group). Exposed for `list`.

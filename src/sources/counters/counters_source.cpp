@@ -48,6 +48,8 @@ struct CountersSource::Impl {
     CounterSet set;
     std::vector<size_t> events;  // event index of each entry the set was opened with
     std::string cpu;             // per-CPU label when system-wide, else empty
+    std::vector<Reading> last;   // the previous reading of each entry
+    std::vector<double> total;   // each entry's running total, scaled interval by interval
   };
 
   std::vector<EventSpec> events;
@@ -55,11 +57,12 @@ struct CountersSource::Impl {
   std::deque<OwnedDesc> descs;  // stable addresses: samples point at them
   std::vector<const MetricDesc*> total, per_cpu;
   std::vector<std::optional<Error>> failure;
-  std::vector<bool> opened;
-  std::vector<Reading> readings;
+  std::vector<bool> opened, user_only;
+  std::vector<double> enabled_s, running_s;  // per event, summed over its targets
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
   std::vector<RatioRule> watts;  // energy events: joules over wall time
+  bool system_wide = true;
 
   const MetricDesc* own_desc(std::string name, std::string help, const EventSpec& e, MetricKind kind = K::kCounter) {
     OwnedDesc& d = descs.emplace_back();
@@ -73,6 +76,8 @@ struct CountersSource::Impl {
     std::vector<EventSpec> specs;
     for (size_t i : which) specs.push_back(events[i]);
     Target t{CounterSet::open(specs, scope), which, std::move(cpu_label)};
+    t.last.resize(which.size());
+    t.total.resize(which.size());
     for (size_t k = 0; k < which.size(); ++k) {
       size_t i = which[k];
       if (t.set.failure(k)) {
@@ -80,6 +85,7 @@ struct CountersSource::Impl {
       } else {
         opened[i] = true;
         failure[i].reset();
+        if (t.set.user_only(k)) user_only[i] = true;
       }
     }
     if (t.set.any_open()) targets.push_back(std::move(t));
@@ -95,7 +101,9 @@ Result<std::unique_ptr<CountersSource>> make_counters_source(const std::vector<E
   impl->events = events;
   impl->failure.resize(events.size());
   impl->opened.resize(events.size());
-  impl->readings.resize(events.size());
+  impl->user_only.resize(events.size());
+  impl->enabled_s.resize(events.size());
+  impl->running_s.resize(events.size());
 
   std::vector<size_t> scoped;
   std::map<std::vector<int>, std::vector<size_t>> package;  // by the CPUs they count on
@@ -107,6 +115,7 @@ Result<std::unique_ptr<CountersSource>> make_counters_source(const std::vector<E
     }
   }
   bool system_wide = target.tids.empty();
+  impl->system_wide = system_wide;
   if (!scoped.empty()) {
     if (system_wide) {
       for (int cpu : online_cpus()) impl->open(scoped, Scope{-1, cpu, false, false}, std::to_string(cpu));
@@ -135,44 +144,65 @@ Result<std::unique_ptr<CountersSource>> make_counters_source(const std::vector<E
                                 : nullptr);
   }
   if (impl->targets.empty()) {
-    std::string why = events.empty() ? "no events selected" : impl->failure[0] ? impl->failure[0]->message : "";
-    return make_error(Errc::kUnavailable, "no counter could be opened (" + why + ")");
+    std::string why = "no events selected";
+    for (const auto& f : impl->failure) {
+      if (f) why = f->message;
+    }
+    return make_error(Errc::kUnavailable, "no counter could be opened: " + why);
   }
   return std::make_unique<CountersSource>(std::move(impl));
 }
 
 void CountersSource::collect(Samples& out) {
   Impl& m = *impl_;
+  // Read everything first: a tick with a failed read is skipped whole, so no total dips.
+  std::vector<std::vector<Reading>> now(m.targets.size());
+  for (size_t t = 0; t < m.targets.size(); ++t) {
+    now[t].resize(m.targets[t].events.size());
+    if (!m.targets[t].set.read(now[t])) return;
+  }
   size_t n = m.events.size();
-  std::vector<double> total(n, 0.0), enabled(n, 0.0), running(n, 0.0);
-  std::vector<bool> counted(n, false), unknown(n, false);
-  for (Impl::Target& t : m.targets) {
-    std::vector<Reading> r(t.events.size());
-    if (!t.set.read(r)) continue;
-    for (size_t k = 0; k < t.events.size(); ++k) {
-      size_t i = t.events[k];
-      if (t.set.failure(k)) continue;
-      double v = r[k].scaled();
-      if (std::isnan(v)) {
-        unknown[i] = true;  // not on the PMU yet: an estimate would be a guess
-        continue;
-      }
-      v *= m.events[i].scale;
-      total[i] += v;
-      counted[i] = true;
-      enabled[i] += static_cast<double>(r[k].enabled_ns) / 1e9;
-      running[i] += static_cast<double>(r[k].running_ns) / 1e9;
-      if (!t.cpu.empty() && m.per_cpu[i] != nullptr) out.push_back({m.per_cpu[i], {{"cpu", t.cpu}}, v});
+  std::vector<double> total(n, 0.0);
+  for (size_t t = 0; t < m.targets.size(); ++t) {
+    Impl::Target& tg = m.targets[t];
+    for (size_t k = 0; k < tg.events.size(); ++k) {
+      if (tg.set.failure(k)) continue;
+      size_t i = tg.events[k];
+      const Reading& cur = now[t][k];
+      // Scaled interval by interval, as perf stat -I does: a multiplexed event's estimate for
+      // this interval is its count times the share of the interval it was off the PMU.
+      Reading delta = cur - tg.last[k];
+      tg.last[k] = cur;
+      double v = delta.scaled();
+      if (!std::isnan(v)) tg.total[k] += v * m.events[i].scale;  // NaN: not on the PMU this interval
+      m.enabled_s[i] += static_cast<double>(delta.enabled_ns) / 1e9;
+      m.running_s[i] += static_cast<double>(delta.running_ns) / 1e9;
+      total[i] += tg.total[k];
+      if (!tg.cpu.empty() && m.per_cpu[i] != nullptr) out.push_back({m.per_cpu[i], {{"cpu", tg.cpu}}, tg.total[k]});
     }
   }
   for (size_t i = 0; i < n; ++i) {
-    if (!counted[i] || unknown[i]) continue;
+    if (!m.opened[i] || never_counted(i)) continue;  // "not counted", never a zero
     out.push_back({m.total[i], {}, total[i]});
-    Labels l{{"event", m.events[i].name}};
-    out.push_back({&kEnabled, l, enabled[i]});
-    out.push_back({&kRunning, std::move(l), running[i]});
+    Labels l{{"event", std::string(m.total[i]->name)}};
+    out.push_back({&kEnabled, l, m.enabled_s[i]});
+    out.push_back({&kRunning, std::move(l), m.running_s[i]});
   }
   out.push_back({&kElapsed, {}, std::chrono::duration<double>(std::chrono::steady_clock::now() - m.start).count()});
+}
+
+bool CountersSource::never_counted(size_t i) const { return impl_->enabled_s[i] > 0 && impl_->running_s[i] == 0; }
+
+std::vector<Unavailable> CountersSource::not_counted() const {
+  std::vector<Unavailable> out;
+  for (size_t i = 0; i < impl_->events.size(); ++i) {
+    if (impl_->opened[i] && never_counted(i)) {
+      out.push_back({"pmc." + impl_->events[i].name,
+                     "opened but never on the PMU: every counter was busy (the NMI watchdog holds one: "
+                     "echo 0 > /proc/sys/kernel/nmi_watchdog, or count fewer events)"});
+    }
+  }
+  return out;
 }
 
 std::vector<RatioRule> CountersSource::ratios() const {
@@ -191,7 +221,9 @@ std::vector<RatioRule> CountersSource::ratios() const {
   add(&kIpc, "instructions", "cycles", 1.0);
   add(&kCacheMiss, "cache-misses", "cache-references", 100.0);
   add(&kBranchMiss, "branch-misses", "branch-instructions", 100.0);
-  add(&kCpusUtilised, "task-clock", "", 1.0);
+  // System-wide, task-clock advances with every CPU's clock, idle included: the ratio would only
+  // count the CPUs.
+  if (!impl_->system_wide) add(&kCpusUtilised, "task-clock", "", 1.0);
   for (size_t i = 0; i < impl_->watts.size(); ++i) rules.push_back(impl_->watts[i]);
   return rules;
 }
@@ -199,8 +231,14 @@ std::vector<RatioRule> CountersSource::ratios() const {
 std::vector<Unavailable> CountersSource::unsupported() const {
   std::vector<Unavailable> out;
   for (size_t i = 0; i < impl_->events.size(); ++i) {
-    if (!impl_->opened[i] && impl_->failure[i])
+    if (!impl_->opened[i] && impl_->failure[i]) {
       out.push_back({"pmc." + impl_->events[i].name, impl_->failure[i]->message});
+    }
+    if (impl_->user_only[i]) {
+      out.push_back({"pmc." + impl_->events[i].name + ":kernel",
+                     "counts user space only: /proc/sys/kernel/perf_event_paranoid forbids counting the kernel "
+                     "(run as root, or lower it)"});
+    }
   }
   return out;
 }
@@ -209,6 +247,17 @@ size_t CountersSource::fds() const {
   size_t n = 0;
   for (const auto& t : impl_->targets) n += t.set.fds();
   return n;
+}
+
+}  // namespace pm::counters
+
+namespace pm::counters {
+
+bool CountersSource::counts_energy() const {
+  for (size_t i = 0; i < impl_->events.size(); ++i) {
+    if (impl_->opened[i] && unit_of(impl_->events[i]) == Unit::kJoules) return true;
+  }
+  return false;
 }
 
 }  // namespace pm::counters

@@ -34,12 +34,17 @@ class CountersSource final : public Source {
   [[nodiscard]] std::vector<RatioRule> ratios() const override;
   // Events that do not count on this host, each with the reason ("pmc.cycles": "...").
   [[nodiscard]] std::vector<Unavailable> unsupported() const;
+  // Events that opened but never got onto the PMU so far (checked at the end of a run).
+  [[nodiscard]] std::vector<Unavailable> not_counted() const;
+  // Whether an energy event counts (else powercap may stand in).
+  [[nodiscard]] bool counts_energy() const;
   [[nodiscard]] size_t fds() const;
 
   struct Impl;
   explicit CountersSource(std::unique_ptr<Impl> impl);
 
  private:
+  [[nodiscard]] bool never_counted(size_t i) const;
   std::unique_ptr<Impl> impl_;
 };
 

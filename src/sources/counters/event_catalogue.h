@@ -16,14 +16,14 @@ namespace pm::counters {
 enum class EventKind { kHardware, kSoftware, kHwCache, kRaw, kPmu };
 
 struct EventSpec {
-  std::string name;      // canonical name as perf writes it: "cache-misses", "L1-dcache-load-misses",
-                         // "r01c2", "cpu/event=0x2e,umask=0x41/", "power/energy-pkg/"
+  std::string name;  // canonical name as perf writes it: "cache-misses", "L1-dcache-load-misses",
+                     // "r01c2", "cpu/event=0x2e,umask=0x41/", "power/energy-pkg/"
   EventKind kind = EventKind::kHardware;
-  uint32_t type = 0;     // perf_event_attr.type (PERF_TYPE_* or the PMU's sysfs type)
+  uint32_t type = 0;  // perf_event_attr.type (PERF_TYPE_* or the PMU's sysfs type)
   uint64_t config = 0, config1 = 0, config2 = 0;
-  double scale = 1.0;    // from sysfs <alias>.scale; task-clock/cpu-clock: 1e-9 (ns -> seconds)
-  std::string unit;      // from sysfs <alias>.unit ("Joules"), "seconds" for the clocks, else ""
-  std::string pmu;       // kPmu: the PMU's name ("power", "cpu", "msr")
+  double scale = 1.0;  // from sysfs <alias>.scale; task-clock/cpu-clock: 1e-9 (ns -> seconds)
+  std::string unit;    // from sysfs <alias>.unit ("Joules"), "seconds" for the clocks, else ""
+  std::string pmu;     // kPmu: the PMU's name ("power", "cpu", "msr")
   // PMUs whose events count per package, not per CPU (their sysfs `cpumask` lists the CPUs to
   // open on, e.g. "0" or "0,28"). Empty: every CPU.
   std::vector<int> cpus;

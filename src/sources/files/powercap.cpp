@@ -1,5 +1,7 @@
 #include "sources/files/powercap.h"
 
+#include <chrono>
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -25,6 +27,10 @@ namespace {
 
 const MetricDesc kEnergy{"energy", "powercap_joules", MetricKind::kCounter, Unit::kJoules,
                          "Energy of the powercap zone (RAPL), wrap-around handled"};
+const MetricDesc kElapsed{"energy", "elapsed_seconds", MetricKind::kCounter, Unit::kSeconds,
+                          "Wall-clock time the zones have been read: the denominator of watts"};
+const MetricDesc kWatts{"energy", "powercap_watts", MetricKind::kGauge, Unit::kNone,
+                        "Average power of the powercap zone"};
 
 constexpr std::string_view kRaplPrefix = "intel-rapl:";
 
@@ -39,6 +45,7 @@ class PowercapSource final : public Source {
  public:
   explicit PowercapSource(std::vector<Zone> zones) : zones_(std::move(zones)) {}
   [[nodiscard]] std::string_view name() const override { return "powercap"; }
+  [[nodiscard]] std::vector<RatioRule> ratios() const override { return {{&kWatts, &kEnergy, &kElapsed, 1.0}}; }
 
   void collect(Samples& out) override {
     for (Zone& zone : zones_) {
@@ -48,11 +55,13 @@ class PowercapSource final : public Source {
       if (!raw) continue;
       out.push_back({&kEnergy, {{"zone", zone.label}}, static_cast<double>(zone.counter.update(*raw)) / 1e6});
     }
+    out.push_back({&kElapsed, {}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()});
   }
 
  private:
   std::vector<Zone> zones_;
   FileReader reader_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 // Zones are labelled by their name file ("package-0", "core", "dram"); a name that occurs more

@@ -43,6 +43,21 @@ TEST(Reading, RunningNeverExceedsEnabledInTheEstimate) {
   EXPECT_DOUBLE_EQ(r.running_fraction(), 1.0);
 }
 
+TEST(Reading, EachIntervalIsScaledByItsOwnShareOfTime) {
+  // Interval 1: on the PMU half the time, 1000 counted -> 2000. Interval 2: all the time, 3000.
+  // Scaling the cumulative reading instead (4000 raw over 75% running) would say 5333.
+  Reading t0{0, 0, 0}, t1{1000, 1'000'000, 500'000}, t2{4000, 2'000'000, 1'500'000};
+  double total = (t1 - t0).scaled() + (t2 - t1).scaled();
+  EXPECT_DOUBLE_EQ(total, 5000);
+  EXPECT_DOUBLE_EQ((t2 - t1).scaled(), 3000);
+  EXPECT_NEAR(t2.scaled(), 5333.33, 0.01);
+}
+
+TEST(Reading, AnIntervalOffThePmuIsUnknown) {
+  Reading t1{1000, 1'000'000, 1'000'000}, t2{1000, 2'000'000, 1'000'000};  // no time on the PMU since t1
+  EXPECT_TRUE(std::isnan((t2 - t1).scaled()));
+}
+
 TEST(CounterSet, SoftwareGroupOnOneCpuCountsEveryMember) {
   Catalogue cat;
   auto specs = cat.parse_list("cpu-clock,context-switches,task-clock");

@@ -66,8 +66,11 @@ TEST(Powercap, FixtureZonesInJoules) {
   EXPECT_EQ((*src)->name(), "powercap");
   Samples out;
   (*src)->collect(out);
-  // Four zones; the control type dir "intel-rapl" has no energy_uj and is no zone.
-  ASSERT_EQ(out.size(), 4u);
+  // Four zones (the control type dir "intel-rapl" has no energy_uj and is no zone), then the
+  // elapsed time that watts are computed over.
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out.back().desc->name, "elapsed_seconds");
+  out.pop_back();
   for (const Sample& s : out) {
     EXPECT_EQ(s.desc->family, "energy");
     EXPECT_EQ(s.desc->name, "powercap_joules");
@@ -193,7 +196,7 @@ TEST(Powercap, UnreadableZonesAreSkippedAndAllUnreadableSaysRunAsRoot) {
   ASSERT_TRUE(some.ok()) << some.error().message;
   Samples out;
   (*some)->collect(out);
-  EXPECT_EQ(out.size(), 3u);
+  EXPECT_EQ(out.size(), 4u);  // three zones and the elapsed time
   EXPECT_EQ(find_zone(out, "package-0"), nullptr);
 
   for (const char* zone : {"intel-rapl:0:0", "intel-rapl:1", "intel-rapl:1:0"}) {
