@@ -15,6 +15,7 @@
 #include <benchmark/benchmark.h>
 
 #include "core/aggregator.h"
+#include "core/file_reader.h"
 #include "sinks/sink.h"
 #include "sources/counters/counter_group.h"
 #include "sources/counters/counters_source.h"
@@ -117,8 +118,8 @@ void CounterTick(benchmark::State& state) {
     (*src)->collect(samples);
     benchmark::DoNotOptimize(samples.data());
   }
-  double counters = static_cast<double>(pm::counters::online_cpus().size() * specs.size());
-  state.counters["cpus"] = static_cast<double>(pm::counters::online_cpus().size());
+  double counters = static_cast<double>(pm::online_cpus().size() * specs.size());
+  state.counters["cpus"] = static_cast<double>(pm::online_cpus().size());
   state.counters["events"] = static_cast<double>(specs.size());
   state.counters["per_counter"] =
       benchmark::Counter(counters, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);

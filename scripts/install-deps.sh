@@ -12,6 +12,9 @@ packages=(
   googletest libgtest-dev            # tests
   libbenchmark-dev                   # bench/: Google Benchmark
   linux-perf                         # tests: `perf stat`, the independent check of the counters
+  clang llvm                         # compiling the eBPF programs (bpf/*.bpf.c)
+  bpftool                            # vmlinux.h from the kernel's BTF, and the skeletons
+  libbpf-dev libelf-dev zlib1g-dev   # loading the eBPF programs (libbpf and what it links)
 )
 
 missing=()

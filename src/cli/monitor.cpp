@@ -24,6 +24,7 @@
 #include "sources/files/proc_events.h"
 #include "sources/files/process_tree.h"
 #include "sources/files/system_sources.h"
+#include "sources/kernel/scheduler_source.h"
 
 namespace pm {
 namespace {
@@ -84,6 +85,7 @@ class Monitor {
       if (int rc = attach(); rc >= 0) return rc;
     } else {
       open_counters({});
+      open_scheduler({});
       baseline();
     }
     if (int rc = start_timers(); rc != 0) {
@@ -132,6 +134,16 @@ class Monitor {
       for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
       (e.slow ? slow_ : fast_).push_back(std::move(*src));
     }
+  }
+
+  void open_scheduler(const SchedulerTarget& target) {
+    if (!cfg_.scheduler_enabled) return;  // disabled: no program loaded
+    auto src = make_scheduler_source(target);
+    if (!src) {
+      unavailable_.push_back({"scheduler", src.error().message});
+      return;
+    }
+    fast_.push_back(std::move(*src));
   }
 
   // Energy: the power PMU's events count with the other counters; where none counts, the
@@ -201,6 +213,7 @@ class Monitor {
     info_.pid = root_;
     // Inherited by everything the command forks, enabled by its exec: nothing before counts.
     open_counters({{root_}, /*enable_on_exec=*/true});
+    open_scheduler({true, {root_}});
     baseline();
     return child;
   }
@@ -243,6 +256,7 @@ class Monitor {
       }
     }
     open_counters({tids, false});
+    open_scheduler({true, tree_->pids()});
     baseline();
     return -1;
   }
@@ -444,7 +458,7 @@ void list_events(const Config& config) {
     return;
   }
   std::vector<std::string> defaults = counters::default_event_names(catalogue);
-  int cpu = counters::online_cpus().front();
+  int cpu = online_cpus().front();
   for (const counters::EventSpec& e : catalogue.all()) {
     counters::Scope scope{-1, e.cpus.empty() ? cpu : e.cpus.front(), false, false};
     auto fd = counters::open_event(e, scope, -1);
@@ -480,8 +494,17 @@ int list_sources(const Config& config) {
   fmt::print("{:<14} {:<14} {}\n", "proc_events", ev ? "available" : "unavailable",
              ev ? "run/attach: instant discovery of forked children (netlink proc connector)"
                 : ev.error().message + " (children are found by /proc walks only)");
-  for (auto [later, on] :
-       {std::pair{"scheduler", config.scheduler_enabled}, std::pair{"block_io", config.block_io_enabled}}) {
+  if (!config.scheduler_enabled) {
+    fmt::print("{:<14} {:<14} {}\n", "scheduler", "disabled", "off in the configuration");
+  } else {
+    auto sched = make_scheduler_source({});
+    fmt::print("{:<14} {:<14} {}\n", "scheduler", sched ? "available" : "unavailable",
+               sched ? fmt::format("family scheduler (eBPF, {}): switches, wakeups, run-queue latency; for a "
+                                   "target its on-CPU, run-queue and blocked time",
+                                   (*sched)->attach_mode())
+                     : sched.error().message);
+  }
+  for (auto [later, on] : {std::pair{"block_io", config.block_io_enabled}}) {
     fmt::print("{:<14} {:<14} {}\n", later, on ? "unavailable" : "disabled",
                on ? "not built into this version of perf-monitor yet" : "off in the configuration");
   }

@@ -1,6 +1,7 @@
 #include "core/aggregator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace pm {
@@ -21,6 +22,19 @@ std::string_view unit_name(Unit u) {
       break;
   }
   return "";
+}
+
+double log2_quantile(const std::vector<uint64_t>& buckets, double q, double base) {
+  uint64_t total = 0;
+  for (uint64_t b : buckets) total += b;
+  if (total == 0) return std::numeric_limits<double>::quiet_NaN();
+  double rank = q * static_cast<double>(total);
+  uint64_t seen = 0;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    seen += buckets[i];
+    if (static_cast<double>(seen) >= rank) return base * std::ldexp(1.0, static_cast<int>(i));
+  }
+  return base * std::ldexp(1.0, static_cast<int>(buckets.size()) - 1);
 }
 
 Aggregator::Aggregator() = default;
@@ -150,6 +164,8 @@ IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {
       case MetricKind::kHistogram:
         v.value = s.last - s.at_close;
         v.buckets = bucket_delta(s.last_buckets, s.close_buckets);
+        v.p50 = log2_quantile(v.buckets, 0.5, s.desc->bucket_base);
+        v.p99 = log2_quantile(v.buckets, 0.99, s.desc->bucket_base);
         break;
     }
     rec.values.push_back(std::move(v));
@@ -180,7 +196,11 @@ SummaryRecord Aggregator::summary(MonoClock::time_point now) const {
     v.min = s.run_min;
     v.max = s.run_max;
     if (!s.observed) v.value = v.min = v.max = std::numeric_limits<double>::quiet_NaN();
-    if (s.desc->kind == MetricKind::kHistogram) v.buckets = bucket_delta(s.last_buckets, s.first_buckets);
+    if (s.desc->kind == MetricKind::kHistogram) {
+      v.buckets = bucket_delta(s.last_buckets, s.first_buckets);
+      v.p50 = log2_quantile(v.buckets, 0.5, s.desc->bucket_base);
+      v.p99 = log2_quantile(v.buckets, 0.99, s.desc->bucket_base);
+    }
     rec.values.push_back(std::move(v));
   }
   for (const RatioValue& r : derive_ratios([](const Series& s) { return s.last - s.first; })) {

@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "core/fd.h"
+#include "core/text.h"
 
 namespace pm {
 
@@ -49,6 +50,19 @@ Result<std::vector<std::string>> list_dir(const std::string& path, std::string_v
     names.emplace_back(n);
   }
   return names;
+}
+
+std::vector<int> online_cpus() {
+  std::vector<int> cpus;
+  FileReader reader;
+  auto text = reader.read("/sys/devices/system/cpu/online");
+  if (text) {
+    if (auto list = parse_cpu_list(*text)) cpus = std::move(*list);
+  }
+  if (cpus.empty()) {
+    for (long c = 0; c < ::sysconf(_SC_NPROCESSORS_ONLN); ++c) cpus.push_back(static_cast<int>(c));
+  }
+  return cpus;
 }
 
 }  // namespace pm

@@ -30,4 +30,6 @@ namespace pm {
 // Names in a directory, without "." and "..", that start with `prefix`. A directory that vanished
 // reads as Errc::kNotFound.
 Result<std::vector<std::string>> list_dir(const std::string& path, std::string_view prefix = {});
+// The CPUs that are online (/sys/devices/system/cpu/online; all configured ones if unreadable).
+std::vector<int> online_cpus();
 }  // namespace pm

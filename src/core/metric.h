@@ -25,6 +25,8 @@ struct MetricDesc {
   std::string_view help;
   // Key in the run summary when it differs from "<family>_<name>" (the joule-profiler names).
   std::string_view summary_key = {};
+  // Histograms: the upper bound of bucket i is bucket_base * 2^i, in the metric's unit.
+  double bucket_base = 0;
 };
 
 // Label pairs in a fixed order chosen by the source (e.g. cpu, then mode).
@@ -50,5 +52,9 @@ struct RatioRule {
 };
 
 std::string_view unit_name(Unit u);
+
+// The q-quantile (0..1) of a log2 histogram, as the upper bound of the bucket it falls in
+// (bucket i holds values below base * 2^i); NaN when the histogram is empty.
+double log2_quantile(const std::vector<uint64_t>& buckets, double q, double base);
 
 }  // namespace pm

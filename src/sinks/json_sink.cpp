@@ -19,10 +19,17 @@ Json number(double v) {
   return std::round(v * 1e6) / 1e6;
 }
 
-Json histogram(double sum, const std::vector<uint64_t>& buckets) {
+// A log2 histogram: bucket i counts values below bucket_base * 2^i (in the metric's unit).
+template <typename V>
+Json histogram(const V& v) {
   uint64_t count = 0;
-  for (uint64_t b : buckets) count += b;
-  return Json{{"sum", number(sum)}, {"count", count}, {"buckets", buckets}};
+  for (uint64_t b : v.buckets) count += b;
+  return Json{{"count", count},
+              {"sum", number(v.value)},
+              {"p50", number(v.p50)},
+              {"p99", number(v.p99)},
+              {"bucket_base", v.desc->bucket_base},
+              {"buckets", v.buckets}};
 }
 
 // family -> name -> label values... -> value
@@ -41,7 +48,7 @@ class JsonSink final : public Sink {
   void interval(const IntervalRecord& rec) override {
     Json j{{"type", "interval"}, {"timestamp", iso8601(rec.timestamp)}, {"interval_s", number(rec.seconds)}};
     for (const IntervalValue& v : rec.values) {
-      Json value = v.desc->kind == MetricKind::kHistogram ? histogram(v.value, v.buckets) : number(v.value);
+      Json value = v.desc->kind == MetricKind::kHistogram ? histogram(v) : number(v.value);
       place(j, *v.desc, *v.labels, std::move(value));
     }
     emit(j);
@@ -60,7 +67,7 @@ class JsonSink final : public Sink {
     for (const SummaryValue& v : rec.values) {
       const MetricDesc& d = *v.desc;
       if (!v.labels->empty()) {
-        Json value = d.kind == MetricKind::kHistogram             ? histogram(v.value, v.buckets)
+        Json value = d.kind == MetricKind::kHistogram             ? histogram(v)
                      : d.kind == MetricKind::kGauge && !v.derived ? Json{{"min", number(v.min)}, {"max", number(v.max)}}
                                                                   : number(v.value);
         place(j, d, *v.labels, std::move(value));
@@ -68,7 +75,7 @@ class JsonSink final : public Sink {
         j[summary_key(d) + "_min"] = number(v.min);
         j[summary_key(d) + "_max"] = number(v.max);
       } else {
-        j[summary_key(d)] = d.kind == MetricKind::kHistogram ? histogram(v.value, v.buckets) : number(v.value);
+        j[summary_key(d)] = d.kind == MetricKind::kHistogram ? histogram(v) : number(v.value);
       }
     }
     Json unavailable = Json::object();

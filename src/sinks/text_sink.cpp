@@ -15,7 +15,7 @@ namespace pm {
 namespace {
 
 const std::set<std::string_view> kLaidOut = {"cpu",     "sched",        "memory", "pressure", "numa",
-                                             "thermal", "process_tree", "pmc",    "energy"};
+                                             "thermal", "process_tree", "pmc",    "energy",   "scheduler"};
 
 std::string pct(double v) { return fmt::format("{:.1f}%", v); }
 
@@ -98,6 +98,13 @@ void system_lines(std::string& s, const std::vector<V>& values, double seconds) 
       s += fmt::format(" cpu{} {}", cpu, pct(busy));
     }
     s += " busy\n";
+  }
+  if (const V* runq = ix.find("scheduler", "runq_latency_seconds")) {
+    s += fmt::format(
+        "sched    (eBPF) switches {:.0f}/s (voluntary {:.0f}/s, preempted {:.0f}/s)  wakeups {:.0f}/s  "
+        "run-queue latency p50 < {:.0f} us  p99 < {:.0f} us\n",
+        rate("scheduler", "context_switches"), rate("scheduler", "voluntary_switches"),
+        rate("scheduler", "involuntary_switches"), rate("scheduler", "wakeups"), runq->p50 * 1e6, runq->p99 * 1e6);
   }
   if (ix.find("sched", "context_switches") != nullptr) {
     s += fmt::format("sched    switches {:.0f}/s  forks {:.0f}/s", rate("sched", "context_switches"),

@@ -14,8 +14,10 @@
 //   pm-workload sleepers N MS            a tree of N processes (the parent and N-1 children)
 //                                        that sleep MS
 //   pm-workload pingpong N               N round trips of one byte between the process and a
-//                                        child over two pipes, both pinned to one CPU so that
-//                                        every trip is exactly 2 switches and 2 wakeups
+//                                        child over two pipes, both pinned to one CPU and
+//                                        SCHED_FIFO (no preemption), so that every trip is
+//                                        exactly 2 blocking switches and 2 wakeups
+//   pm-workload naps N MS                sleep N times for MS (blocked, off CPU)
 //   pm-workload cputime MS               spin MS of CPU time, then print this process's own
 //                                        rusage as "cpu_seconds=S" (the kernel's truth)
 //   pm-workload exit CODE                exit with CODE
@@ -175,6 +177,17 @@ int main(int argc, char** argv) {
         }
       }
     }
+    // A woken SCHED_NORMAL task may preempt its waker, and any other task may preempt either:
+    // the preempted one then finds its byte waiting and never blocks (one wakeup for that trip
+    // instead of two). Two SCHED_FIFO tasks of one priority preempt neither each other nor are
+    // preempted by ordinary tasks; without the privilege, SCHED_BATCH at least does not
+    // preempt on wakeup.
+    sched_param fifo{};
+    fifo.sched_priority = 1;
+    if (::sched_setscheduler(0, SCHED_FIFO, &fifo) != 0) {
+      sched_param batch{};
+      ::sched_setscheduler(0, SCHED_BATCH, &batch);
+    }
     int ping[2], pong[2];
     if (::pipe(ping) != 0 || ::pipe(pong) != 0) return 1;
     long n = arg(2);
@@ -191,6 +204,7 @@ int main(int argc, char** argv) {
     }
     ::close(ping[0]);
     ::close(pong[1]);
+    sleep_ms(20);  // let the child block in its first read: then the first trip wakes it too
     for (long i = 0; i < n; ++i) {
       if (::write(ping[1], &c, 1) != 1 || ::read(pong[0], &c, 1) != 1) return 1;
     }
@@ -201,6 +215,8 @@ int main(int argc, char** argv) {
     ::getrusage(RUSAGE_SELF, &ru);
     auto sec = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
     std::printf("cpu_seconds=%.6f\n", sec(ru.ru_utime) + sec(ru.ru_stime));
+  } else if (mode == "naps" && argc == 4) {
+    for (long i = 0; i < arg(2); ++i) sleep_ms(arg(3));
   } else if (mode == "exit" && argc == 3) {
     return static_cast<int>(arg(2));
   } else if (mode == "sleep" && argc == 3) {

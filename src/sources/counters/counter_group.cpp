@@ -171,17 +171,4 @@ size_t CounterSet::fds() const {
   return n;
 }
 
-std::vector<int> online_cpus() {
-  std::vector<int> cpus;
-  FileReader reader;
-  auto text = reader.read("/sys/devices/system/cpu/online");
-  if (text) {
-    if (auto list = parse_cpu_list(*text)) cpus = std::move(*list);
-  }
-  if (cpus.empty()) {
-    for (long c = 0; c < ::sysconf(_SC_NPROCESSORS_ONLN); ++c) cpus.push_back(static_cast<int>(c));
-  }
-  return cpus;
-}
-
 }  // namespace pm::counters

@@ -70,7 +70,4 @@ class CounterSet {
 // Opens one event (group_fd -1 for a new group). Exposed for `list`.
 Result<UniqueFd> open_event(const EventSpec& e, const Scope& scope, int group_fd);
 
-// The CPUs that are online (/sys/devices/system/cpu/online).
-std::vector<int> online_cpus();
-
 }  // namespace pm::counters

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "core/file_reader.h"
 #include "sources/counters/counter_group.h"
 
 namespace pm::counters {

@@ -1,0 +1,188 @@
+// Scheduler hooks, aggregated in the kernel: counters and log2 histograms live in per-CPU maps
+// that user space reads on its tick; nothing goes through a ring buffer.
+//
+// Each hook exists twice: as tp_btf (cheap, typed) and as raw_tp (the fallback where BTF
+// programs cannot attach). User space turns off autoload for the pair it does not use. The
+// handlers read task fields with BPF_CORE_READ so one body serves both.
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "scheduler.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+// Set before load: follow the target tree (its tgids in `targets`, forks followed here).
+const volatile bool track_tree = false;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct pm_sched_counters);
+} counters SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct pm_tree_stats);
+} tree SEC(".maps");
+
+// tgid -> 1 for every process of the target tree.
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, PM_MAX_TARGETS);
+  __type(key, __u32);
+  __type(value, __u8);
+} targets SEC(".maps");
+
+// Per task: when it last became runnable (woken or preempted), left the CPU, got the CPU.
+struct task_times {
+  __u64 runnable_at;
+  __u64 blocked_at;
+  __u64 on_cpu_at;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct task_times);
+} times SEC(".maps");
+
+// Bucket of v: 0 for 0, else floor(log2(v)) + 1, so bucket i holds values below 2^i.
+static __always_inline __u32 log2_bucket(__u64 v) {
+  if (v == 0) return 0;
+  __u32 r = 0, shift;
+  shift = (v > 0xFFFFFFFFULL) << 5; v >>= shift; r = shift;
+  shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
+  shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+  shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+  shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+  r |= (__u32)(v >> 1);
+  return r + 1;
+}
+
+static __always_inline bool in_tree(struct task_struct *t) {
+  if (!track_tree) return false;
+  __u32 tgid = BPF_CORE_READ(t, tgid);
+  return bpf_map_lookup_elem(&targets, &tgid) != 0;
+}
+
+static __always_inline int on_wakeup(struct task_struct *p) {
+  __u32 zero = 0;
+  struct pm_sched_counters *c = bpf_map_lookup_elem(&counters, &zero);
+  if (!c) return 0;
+  c->wakeups++;
+  struct pm_tree_stats *s = in_tree(p) ? bpf_map_lookup_elem(&tree, &zero) : 0;
+  if (s) s->wakeups++;
+  // Task storage refuses re-entry on a CPU (a wakeup from an interrupt while a program uses
+  // it): the event is counted above, only its times are lost, and the loss is counted.
+  struct task_times *tt = bpf_task_storage_get(&times, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!tt) {
+    c->storage_misses++;
+    return 0;
+  }
+  __u64 now = bpf_ktime_get_ns();
+  tt->runnable_at = now;
+  if (s && tt->blocked_at && now > tt->blocked_at) s->blocked_ns += now - tt->blocked_at;
+  tt->blocked_at = 0;
+  return 0;
+}
+
+static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next) {
+  __u32 zero = 0;
+  __u64 now = bpf_ktime_get_ns();
+  struct pm_sched_counters *c = bpf_map_lookup_elem(&counters, &zero);
+  if (!c) return 0;
+  // A task switched out in TASK_RUNNING was preempted: it goes back to the run queue.
+  bool preempted = BPF_CORE_READ(prev, __state) == 0;
+  c->switches++;
+  if (preempted) c->involuntary++;
+  else c->voluntary++;
+
+  struct pm_tree_stats *ps = in_tree(prev) ? bpf_map_lookup_elem(&tree, &zero) : 0;
+  if (ps) {
+    ps->switches++;
+    if (preempted) ps->involuntary++;
+    else ps->voluntary++;
+  }
+  struct task_times *pt = bpf_task_storage_get(&times, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!pt) c->storage_misses++;
+  if (pt) {
+    if (ps && pt->on_cpu_at && now > pt->on_cpu_at) ps->on_cpu_ns += now - pt->on_cpu_at;
+    pt->on_cpu_at = 0;
+    if (preempted) {
+      pt->runnable_at = now;
+    } else {
+      pt->blocked_at = now;
+      pt->runnable_at = 0;
+    }
+  }
+
+  // The idle task (pid 0) is never on a run queue: it has no latency to measure.
+  if (BPF_CORE_READ(next, pid) == 0) return 0;
+  struct task_times *nt = bpf_task_storage_get(&times, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!nt) {
+    c->storage_misses++;
+    return 0;
+  }
+  nt->on_cpu_at = now;
+  if (nt->runnable_at && now > nt->runnable_at) {
+    __u64 wait = now - nt->runnable_at;
+    __u32 b = log2_bucket(wait / 1000);
+    if (b >= PM_RUNQ_BUCKETS) b = PM_RUNQ_BUCKETS - 1;
+    // The compiler folds the clamp into a form the verifier cannot bound; hide b from the
+    // optimizer so that the mask survives and proves the index in range.
+    asm volatile("" : "+r"(b));
+    b &= PM_RUNQ_BUCKETS - 1;
+    c->runq_count++;
+    c->runq_ns += wait;
+    c->runq_hist[b]++;
+    if (in_tree(next)) {
+      struct pm_tree_stats *s = bpf_map_lookup_elem(&tree, &zero);
+      if (s) {
+        s->runq_ns += wait;
+        s->runq_count++;
+        s->runq_hist[b]++;
+      }
+    }
+  }
+  nt->runnable_at = 0;
+  return 0;
+}
+
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child) {
+  if (!track_tree) return 0;
+  __u32 ptgid = BPF_CORE_READ(parent, tgid);
+  if (!bpf_map_lookup_elem(&targets, &ptgid)) return 0;
+  __u32 ctgid = BPF_CORE_READ(child, tgid);
+  __u8 one = 1;
+  bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+  return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
+  return on_switch(prev, next);
+}
+SEC("tp_btf/sched_waking")
+int BPF_PROG(btf_wakeup, struct task_struct *p) { return on_wakeup(p); }
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(btf_wakeup_new, struct task_struct *p) { return on_wakeup(p); }
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child) { return on_fork(parent, child); }
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(raw_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
+  return on_switch(prev, next);
+}
+SEC("raw_tp/sched_waking")
+int BPF_PROG(raw_wakeup, struct task_struct *p) { return on_wakeup(p); }
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(raw_wakeup_new, struct task_struct *p) { return on_wakeup(p); }
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(raw_fork, struct task_struct *parent, struct task_struct *child) { return on_fork(parent, child); }

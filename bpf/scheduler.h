@@ -1,0 +1,37 @@
+/* Shared between scheduler.bpf.c and the user side: fixed-width types and limits only. */
+#ifndef PERF_MONITOR_BPF_SCHEDULER_H
+#define PERF_MONITOR_BPF_SCHEDULER_H
+
+/* log2 buckets of run-queue latency in microseconds: bucket i counts latencies < 2^i us
+ * (bucket 0: under 1 us); the last bucket takes everything longer. */
+#define PM_RUNQ_BUCKETS 32
+/* Processes of the target tree the kernel side can follow at once. */
+#define PM_MAX_TARGETS 65536
+
+/* System-wide scheduler counters, one slot per CPU (a per-CPU array of one element). */
+struct pm_sched_counters {
+  __u64 switches;     /* context switches */
+  __u64 voluntary;    /* the previous task blocked (its state was not TASK_RUNNING) */
+  __u64 involuntary;  /* the previous task was preempted while runnable */
+  __u64 wakeups;      /* sched_waking (every wakeup of a sleeping task, also one that had not
+                         left the CPU yet) and sched_wakeup_new */
+  __u64 runq_count;   /* run-queue latencies measured (sum of runq_hist) */
+  __u64 runq_ns;      /* their total, for the mean */
+  __u64 storage_misses; /* events whose task times could not be kept (task storage busy) */
+  __u64 runq_hist[PM_RUNQ_BUCKETS];
+};
+
+/* The target tree's share, one slot per CPU. */
+struct pm_tree_stats {
+  __u64 on_cpu_ns;     /* time its tasks ran */
+  __u64 runq_ns;       /* time its tasks waited runnable for a CPU */
+  __u64 blocked_ns;    /* time its tasks were blocked (sleep, I/O, locks) until woken */
+  __u64 switches;      /* its tasks switched out */
+  __u64 voluntary;
+  __u64 involuntary;
+  __u64 wakeups;       /* its tasks woken */
+  __u64 runq_count;
+  __u64 runq_hist[PM_RUNQ_BUCKETS];
+};
+
+#endif

@@ -1,0 +1,147 @@
+// The scheduler source (eBPF on sched_switch, sched_waking, sched_wakeup_new, sched_process_fork)
+// against workloads of known behaviour and against /proc/stat.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "integration/harness.h"
+
+namespace pm::test {
+namespace {
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: loading BPF programs";
+  }
+  static double num(const Outcome& o, const std::string& key) {
+    if (!o.summary.contains(key) || o.summary[key].is_null()) {
+      ADD_FAILURE() << "summary has no " << key << ": " << o.summary.dump();
+      return NAN;
+    }
+    return o.summary[key].get<double>();
+  }
+  static Outcome run_json(std::vector<std::string> cmd) {
+    std::vector<std::string> args = {"run", "--format", "json", "--"};
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    Outcome o = run_pm(args);
+    EXPECT_FALSE(o.summary.is_null()) << o.err;
+    if (o.summary.contains("unavailable") && o.summary["unavailable"].contains("scheduler")) {
+      ADD_FAILURE() << "scheduler source unavailable: " << o.summary["unavailable"]["scheduler"];
+    }
+    return o;
+  }
+};
+
+TEST_F(SchedulerTest, PipePingPongOfTheTree) {
+  constexpr int kTrips = 20000;
+  Outcome o = run_json({workload(), "pingpong", std::to_string(kTrips)});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_GE(num(o, "proc_sched_switches"), 2 * kTrips);
+  EXPECT_GE(num(o, "proc_sched_wakeups"), 2 * kTrips);
+  ASSERT_TRUE(o.summary.contains("proc_runq_latency_seconds"));
+  const auto& h = o.summary["proc_runq_latency_seconds"];
+  EXPECT_GE(h["count"].get<double>(), 2 * kTrips);
+  double sum = 0;
+  for (const auto& b : h["buckets"]) sum += b.get<double>();
+  EXPECT_EQ(sum, h["count"].get<double>());
+  EXPECT_GT(h["p99"].get<double>(), 0);
+}
+
+TEST_F(SchedulerTest, SleepingIsBlockedOffCpuTime) {
+  Outcome o = run_json({workload(), "naps", "10", "50"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_GE(num(o, "proc_blocked_seconds"), 0.5);
+  EXPECT_LT(num(o, "proc_blocked_seconds"), 1.0);
+  EXPECT_LT(num(o, "proc_on_cpu_seconds"), 0.1);
+}
+
+TEST_F(SchedulerTest, CpuBoundWorkIsOnCpuTime) {
+  Outcome o = run_json({workload(), "cputime", "400"});
+  EXPECT_GE(num(o, "proc_on_cpu_seconds"), 0.4 * 0.95);
+  EXPECT_NEAR(num(o, "proc_on_cpu_seconds"), num(o, "pmc_task_clock_seconds"), 0.02);
+}
+
+TEST_F(SchedulerTest, ForkedChildrenAreFollowedInTheKernel) {
+  // Two children that each burn 300 ms: the kernel side adds them at fork.
+  Outcome o = run_json({workload(), "children", "2", "8", "0", "300"});
+  EXPECT_GE(num(o, "proc_on_cpu_seconds"), 2 * 0.3 * 0.9)
+      << "timing misses: " << o.summary.value("scheduler_timing_misses", -1.0) << "; tree CPU by /proc: "
+      << num(o, "proc_cpu_user_seconds") + num(o, "proc_cpu_system_seconds");
+}
+
+TEST_F(SchedulerTest, SystemWideSwitchesAgreeWithProcStat) {
+  pid_t load = ::fork();
+  if (load == 0) {
+    ::execl(workload().c_str(), "pm-workload", "pingpong", "400000", nullptr);
+    ::_exit(127);
+  }
+  Outcome o = run_pm({"--format", "json", "--interval", "500ms", "--duration", "2s"});
+  ::kill(load, SIGKILL);
+  ::waitpid(load, nullptr, 0);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  double ours = num(o, "scheduler_context_switches"), proc = num(o, "sched_context_switches");
+  EXPECT_GT(proc, 10000);
+  EXPECT_NEAR(ours, proc, proc * 0.05);
+  double per_cpu = 0;
+  for (const auto& [cpu, v] : o.summary["scheduler"]["per_cpu_switches"].items()) per_cpu += v.get<double>();
+  EXPECT_NEAR(per_cpu, ours, 1);
+}
+
+// BPF programs perf-monitor holds open, from its fd table.
+int bpf_progs_of(pid_t pid) {
+  int n = 0;
+  std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return -1;
+  while (dirent* e = ::readdir(d)) {
+    char target[256];
+    ssize_t len = ::readlink((dir + "/" + e->d_name).c_str(), target, sizeof target - 1);
+    if (len <= 0) continue;
+    target[len] = 0;
+    if (std::string(target).find("bpf-prog") != std::string::npos ||
+        std::string(target).find("bpf_link") != std::string::npos) {
+      ++n;
+    }
+  }
+  ::closedir(d);
+  return n;
+}
+
+int progs_while_running(const std::vector<std::string>& args) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    std::string bin = binary();
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::freopen("/dev/null", "w", stdout);
+    ::freopen("/dev/null", "w", stderr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  int n = bpf_progs_of(pid);
+  ::kill(pid, SIGINT);
+  ::waitpid(pid, nullptr, 0);
+  return n;
+}
+
+TEST_F(SchedulerTest, DisabledMeansNothingAttached) {
+  std::string path = scratch_dir() + "/pm-sched-off.toml";
+  std::ofstream(path) << "[scheduler]\nenabled = false\n";
+  EXPECT_EQ(progs_while_running({"--config", path}), 0);
+  EXPECT_GT(progs_while_running({}), 0);
+}
+
+}  // namespace
+}  // namespace pm::test
