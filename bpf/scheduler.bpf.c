@@ -11,11 +11,9 @@
 #include <bpf/bpf_tracing.h>
 
 #include "scheduler.h"
+#include "tree.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-// Set before load: follow the target tree (its tgids in `targets`, forks followed here).
-const volatile bool track_tree = false;
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -31,14 +29,6 @@ struct {
   __type(value, struct pm_tree_stats);
 } tree SEC(".maps");
 
-// tgid -> 1 for every process of the target tree.
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, PM_MAX_TARGETS);
-  __type(key, __u32);
-  __type(value, __u8);
-} targets SEC(".maps");
-
 // Per task: when it last became runnable (woken or preempted), left the CPU, got the CPU.
 struct task_times {
   __u64 runnable_at;
@@ -52,25 +42,6 @@ struct {
   __type(key, int);
   __type(value, struct task_times);
 } times SEC(".maps");
-
-// Bucket of v: 0 for 0, else floor(log2(v)) + 1, so bucket i holds values below 2^i.
-static __always_inline __u32 log2_bucket(__u64 v) {
-  if (v == 0) return 0;
-  __u32 r = 0, shift;
-  shift = (v > 0xFFFFFFFFULL) << 5; v >>= shift; r = shift;
-  shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
-  shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
-  shift = (v > 0xF) << 2; v >>= shift; r |= shift;
-  shift = (v > 0x3) << 1; v >>= shift; r |= shift;
-  r |= (__u32)(v >> 1);
-  return r + 1;
-}
-
-static __always_inline bool in_tree(struct task_struct *t) {
-  if (!track_tree) return false;
-  __u32 tgid = BPF_CORE_READ(t, tgid);
-  return bpf_map_lookup_elem(&targets, &tgid) != 0;
-}
 
 static __always_inline int on_wakeup(struct task_struct *p) {
   __u32 zero = 0;
@@ -133,12 +104,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
   nt->on_cpu_at = now;
   if (nt->runnable_at && now > nt->runnable_at) {
     __u64 wait = now - nt->runnable_at;
-    __u32 b = log2_bucket(wait / 1000);
-    if (b >= PM_RUNQ_BUCKETS) b = PM_RUNQ_BUCKETS - 1;
-    // The compiler folds the clamp into a form the verifier cannot bound; hide b from the
-    // optimizer so that the mask survives and proves the index in range.
-    asm volatile("" : "+r"(b));
-    b &= PM_RUNQ_BUCKETS - 1;
+    __u32 b = PM_BUCKET(log2_bucket(wait / 1000), PM_RUNQ_BUCKETS);
     c->runq_count++;
     c->runq_ns += wait;
     c->runq_hist[b]++;
@@ -152,16 +118,6 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
     }
   }
   nt->runnable_at = 0;
-  return 0;
-}
-
-static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child) {
-  if (!track_tree) return 0;
-  __u32 ptgid = BPF_CORE_READ(parent, tgid);
-  if (!bpf_map_lookup_elem(&targets, &ptgid)) return 0;
-  __u32 ctgid = BPF_CORE_READ(child, tgid);
-  __u8 one = 1;
-  bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
   return 0;
 }
 

@@ -5,8 +5,7 @@
 /* log2 buckets of run-queue latency in microseconds: bucket i counts latencies < 2^i us
  * (bucket 0: under 1 us); the last bucket takes everything longer. */
 #define PM_RUNQ_BUCKETS 32
-/* Processes of the target tree the kernel side can follow at once. */
-#define PM_MAX_TARGETS 65536
+#include "tree.h"
 
 /* System-wide scheduler counters, one slot per CPU (a per-CPU array of one element). */
 struct pm_sched_counters {

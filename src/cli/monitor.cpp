@@ -24,6 +24,7 @@
 #include "sources/files/proc_events.h"
 #include "sources/files/process_tree.h"
 #include "sources/files/system_sources.h"
+#include "sources/kernel/block_source.h"
 #include "sources/kernel/scheduler_source.h"
 
 namespace pm {
@@ -85,7 +86,7 @@ class Monitor {
       if (int rc = attach(); rc >= 0) return rc;
     } else {
       open_counters({});
-      open_scheduler({});
+      open_kernel_sources({});
       baseline();
     }
     if (int rc = start_timers(); rc != 0) {
@@ -136,13 +137,19 @@ class Monitor {
     }
   }
 
-  void open_scheduler(const SchedulerTarget& target) {
-    if (!cfg_.scheduler_enabled) return;  // disabled: no program loaded
-    auto src = make_scheduler_source(target);
+  // The eBPF sources; disabled means never loaded.
+  void open_kernel_sources(const TreeTarget& target) {
+    if (cfg_.scheduler_enabled) add_source("scheduler", make_scheduler_source(target));
+    if (cfg_.block_io_enabled) add_source("block_io", make_block_source(target));
+  }
+
+  template <typename S>
+  void add_source(const char* name, Result<std::unique_ptr<S>> src) {
     if (!src) {
-      unavailable_.push_back({"scheduler", src.error().message});
+      unavailable_.push_back({name, src.error().message});
       return;
     }
+    for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
     fast_.push_back(std::move(*src));
   }
 
@@ -213,7 +220,7 @@ class Monitor {
     info_.pid = root_;
     // Inherited by everything the command forks, enabled by its exec: nothing before counts.
     open_counters({{root_}, /*enable_on_exec=*/true});
-    open_scheduler({true, {root_}});
+    open_kernel_sources({true, {root_}});
     baseline();
     return child;
   }
@@ -256,7 +263,7 @@ class Monitor {
       }
     }
     open_counters({tids, false});
-    open_scheduler({true, tree_->pids()});
+    open_kernel_sources({true, tree_->pids()});
     baseline();
     return -1;
   }
@@ -504,9 +511,14 @@ int list_sources(const Config& config) {
                                    (*sched)->attach_mode())
                      : sched.error().message);
   }
-  for (auto [later, on] : {std::pair{"block_io", config.block_io_enabled}}) {
-    fmt::print("{:<14} {:<14} {}\n", later, on ? "unavailable" : "disabled",
-               on ? "not built into this version of perf-monitor yet" : "off in the configuration");
+  if (!config.block_io_enabled) {
+    fmt::print("{:<14} {:<14} {}\n", "block_io", "disabled", "off in the configuration");
+  } else {
+    auto block = make_block_source({});
+    fmt::print("{:<14} {:<14} {}\n", "block_io", block ? "available" : "unavailable",
+               block ? "family block_io (eBPF): bio bytes, request latency and queue depth per device; a target's "
+                       "bytes"
+                     : block.error().message);
   }
   list_events(config);
   return 0;

@@ -14,8 +14,8 @@
 namespace pm {
 namespace {
 
-const std::set<std::string_view> kLaidOut = {"cpu",     "sched",        "memory", "pressure", "numa",
-                                             "thermal", "process_tree", "pmc",    "energy",   "scheduler"};
+const std::set<std::string_view> kLaidOut = {"cpu",          "sched", "memory", "pressure",  "numa",    "thermal",
+                                             "process_tree", "pmc",   "energy", "scheduler", "block_io"};
 
 std::string pct(double v) { return fmt::format("{:.1f}%", v); }
 
@@ -105,6 +105,17 @@ void system_lines(std::string& s, const std::vector<V>& values, double seconds) 
         "run-queue latency p50 < {:.0f} us  p99 < {:.0f} us\n",
         rate("scheduler", "context_switches"), rate("scheduler", "voluntary_switches"),
         rate("scheduler", "involuntary_switches"), rate("scheduler", "wakeups"), runq->p50 * 1e6, runq->p99 * 1e6);
+  }
+  for (const V* lat : ix.all("block_io", "request_latency_seconds")) {
+    const std::string& dev = (*lat->labels)[0].second;
+    const V* depth = ix.find("block_io", "queue_depth", {{"device", dev}});
+    s += fmt::format(
+        "block    {}: read {}/s  write {}/s  {:.0f} requests/s  latency p50 < {:.0f} us  p99 < {:.0f} us"
+        "  queue depth p99 < {:.0f}\n",
+        dev, human_bytes(rate("block_io", "bio_bytes", {{"device", dev}, {"op", "read"}})),
+        human_bytes(rate("block_io", "bio_bytes", {{"device", dev}, {"op", "write"}})),
+        rate("block_io", "requests", {{"device", dev}}), lat->p50 * 1e6, lat->p99 * 1e6,
+        depth != nullptr ? depth->p99 : 0.0);
   }
   if (ix.find("sched", "context_switches") != nullptr) {
     s += fmt::format("sched    switches {:.0f}/s  forks {:.0f}/s", rate("sched", "context_switches"),

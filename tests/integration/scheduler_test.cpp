@@ -73,8 +73,8 @@ TEST_F(SchedulerTest, ForkedChildrenAreFollowedInTheKernel) {
   // Two children that each burn 300 ms: the kernel side adds them at fork.
   Outcome o = run_json({workload(), "children", "2", "8", "0", "300"});
   EXPECT_GE(num(o, "proc_on_cpu_seconds"), 2 * 0.3 * 0.9)
-      << "timing misses: " << o.summary.value("scheduler_timing_misses", -1.0) << "; tree CPU by /proc: "
-      << num(o, "proc_cpu_user_seconds") + num(o, "proc_cpu_system_seconds");
+      << "timing misses: " << o.summary.value("scheduler_timing_misses", -1.0)
+      << "; tree CPU by /proc: " << num(o, "proc_cpu_user_seconds") + num(o, "proc_cpu_system_seconds");
 }
 
 TEST_F(SchedulerTest, SystemWideSwitchesAgreeWithProcStat) {
@@ -138,9 +138,47 @@ int progs_while_running(const std::vector<std::string>& args) {
 
 TEST_F(SchedulerTest, DisabledMeansNothingAttached) {
   std::string path = scratch_dir() + "/pm-sched-off.toml";
-  std::ofstream(path) << "[scheduler]\nenabled = false\n";
+  std::ofstream(path) << "[scheduler]\nenabled = false\n[block_io]\nenabled = false\n";
   EXPECT_EQ(progs_while_running({"--config", path}), 0);
   EXPECT_GT(progs_while_running({}), 0);
+}
+
+}  // namespace
+}  // namespace pm::test
+
+namespace pm::test {
+namespace {
+
+TEST_F(SchedulerTest, DirectWritesCountForTheTreeAndTheDevice) {
+  // 64 MiB with O_DIRECT: every byte is a bio the workload submits itself.
+  constexpr double kBytes = 64 * kMiB;
+  Outcome o = run_json({workload(), "direct", "64", scratch_dir() + "/pm-direct-test"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  if (o.summary["unavailable"].contains("block_io")) GTEST_FAIL() << o.summary["unavailable"]["block_io"];
+  EXPECT_NEAR(num(o, "proc_bio_write_bytes"), kBytes, kBytes * 0.01);
+  // The device that took the writes: the one with the most written.
+  std::string device;
+  double most = -1;
+  for (const auto& [dev, ops] : o.summary["block_io"]["bio_bytes"].items()) {
+    if (ops["write"].get<double>() > most) {
+      most = ops["write"].get<double>();
+      device = dev;
+    }
+  }
+  EXPECT_NEAR(most, kBytes, kBytes * 0.01) << device;
+  EXPECT_GT(o.summary["block_io"]["request_latency_seconds"][device]["count"].get<double>(), 0);
+  EXPECT_GT(o.summary["block_io"]["queue_depth"][device]["count"].get<double>(), 0);
+  // /proc/PID/io agrees: the same bytes reached storage.
+  EXPECT_NEAR(num(o, "proc_io_write_bytes"), kBytes, kBytes * 0.01);
+}
+
+TEST_F(SchedulerTest, BlockDisabledMeansNothingAttached) {
+  std::string path = scratch_dir() + "/pm-kernel-off.toml";
+  std::ofstream(path) << "[scheduler]\nenabled = false\n[block_io]\nenabled = false\n";
+  Outcome o = run_pm({"--config", path, "--format", "json", "--duration", "300ms"});
+  ASSERT_FALSE(o.summary.is_null());
+  EXPECT_FALSE(o.summary.contains("block_io"));
+  EXPECT_FALSE(o.summary.contains("block_io_total_bytes"));
 }
 
 }  // namespace

@@ -18,6 +18,8 @@
 //                                        SCHED_FIFO (no preemption), so that every trip is
 //                                        exactly 2 blocking switches and 2 wakeups
 //   pm-workload naps N MS                sleep N times for MS (blocked, off CPU)
+//   pm-workload direct MIB PATH          write MIB to PATH with O_DIRECT (1 MiB aligned writes,
+//                                        straight to the device), fsync, unlink
 //   pm-workload cputime MS               spin MS of CPU time, then print this process's own
 //                                        rusage as "cpu_seconds=S" (the kernel's truth)
 //   pm-workload exit CODE                exit with CODE
@@ -215,6 +217,25 @@ int main(int argc, char** argv) {
     ::getrusage(RUSAGE_SELF, &ru);
     auto sec = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
     std::printf("cpu_seconds=%.6f\n", sec(ru.ru_utime) + sec(ru.ru_stime));
+  } else if (mode == "direct" && argc == 4) {
+    int fd = ::open(argv[3], O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      std::perror(argv[3]);
+      return 1;
+    }
+    void* buf = nullptr;
+    if (::posix_memalign(&buf, 4096, kMiB) != 0) return 1;
+    std::memset(buf, 'x', kMiB);
+    for (long i = 0; i < arg(2); ++i) {
+      if (::write(fd, buf, kMiB) != static_cast<ssize_t>(kMiB)) {
+        std::perror("write");
+        return 1;
+      }
+    }
+    ::fsync(fd);
+    ::close(fd);
+    ::unlink(argv[3]);
+    std::free(buf);
   } else if (mode == "naps" && argc == 4) {
     for (long i = 0; i < arg(2); ++i) sleep_ms(arg(3));
   } else if (mode == "exit" && argc == 3) {

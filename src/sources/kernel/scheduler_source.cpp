@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/file_reader.h"
+#include "sources/kernel/skeleton.h"
 
 #include <linux/types.h>
 
@@ -73,47 +74,10 @@ const MetricDesc kTreeRunqHist{"process_tree",
                                "proc_runq_latency_seconds",
                                kMicro};
 
-bool have_kernel_btf() { return ::access("/sys/kernel/btf/vmlinux", R_OK) == 0; }
-
-using Skeleton = std::unique_ptr<scheduler_bpf, void (*)(scheduler_bpf*)>;
-
-// Opens, loads and attaches with one family of programs (tp_btf or raw_tp).
-Result<Skeleton> load(bool btf, const SchedulerTarget& target) {
-  Skeleton skel(scheduler_bpf::open(), scheduler_bpf::destroy);
-  if (!skel) return Error::from_errno(errno, "opening the scheduler BPF programs");
-  skel->rodata->track_tree = target.track_tree;
-  for (bpf_program* p :
-       {skel->progs.btf_switch, skel->progs.btf_wakeup, skel->progs.btf_wakeup_new, skel->progs.btf_fork}) {
-    bpf_program__set_autoload(p, btf);
-  }
-  for (bpf_program* p :
-       {skel->progs.raw_switch, skel->progs.raw_wakeup, skel->progs.raw_wakeup_new, skel->progs.raw_fork}) {
-    bpf_program__set_autoload(p, !btf);
-  }
-  if (!target.track_tree) {  // nothing to follow: the fork hook is not loaded at all
-    bpf_program__set_autoload(skel->progs.btf_fork, false);
-    bpf_program__set_autoload(skel->progs.raw_fork, false);
-  }
-  if (int err = scheduler_bpf::load(skel.get()); err != 0) {
-    // EACCES from a load is the verifier's refusal, EPERM a missing capability.
-    if (err == -EACCES) return make_error(Errc::kUnavailable, "the kernel's verifier refused the scheduler programs");
-    return Error::from_errno(-err, "loading the scheduler BPF programs");
-  }
-  __u8 one = 1;
-  for (int tgid : target.tgids) {
-    auto key = static_cast<__u32>(tgid);
-    bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &key, &one, BPF_ANY);
-  }
-  if (int err = scheduler_bpf::attach(skel.get()); err != 0) {
-    return Error::from_errno(-err, "attaching the scheduler BPF programs");
-  }
-  return skel;
-}
-
 }  // namespace
 
 struct SchedulerSource::Impl {
-  Skeleton skel{nullptr, scheduler_bpf::destroy};
+  SkeletonPtr<scheduler_bpf> skel{nullptr, scheduler_bpf::destroy};
   bool btf = true;
   bool track_tree = false;
   int ncpus = libbpf_num_possible_cpus();
@@ -127,23 +91,13 @@ SchedulerSource::~SchedulerSource() = default;
 
 const char* SchedulerSource::attach_mode() const { return impl_->btf ? "tp_btf" : "raw_tp"; }
 
-Result<std::unique_ptr<SchedulerSource>> make_scheduler_source(const SchedulerTarget& target) {
+Result<std::unique_ptr<SchedulerSource>> make_scheduler_source(const TreeTarget& target) {
   auto impl = std::make_unique<SchedulerSource::Impl>();
   impl->track_tree = target.track_tree;
-  libbpf_set_print(nullptr);  // libbpf's own chatter would break the one-line error rule
-  bool btf = have_kernel_btf();
-  auto skel = load(btf, target);
-  if (!skel && btf) {
-    btf = false;  // tp_btf refused (an old kernel, a restricted one): raw tracepoints
-    skel = load(false, target);
-  }
-  if (!skel) {
-    Error e = skel.error();
-    if (e.code == Errc::kPermissionDenied) e.message += " (run as root: loading BPF needs CAP_BPF and CAP_PERFMON)";
-    return e;
-  }
-  impl->skel = std::move(*skel);
-  impl->btf = btf;
+  auto loaded = load_skeleton<scheduler_bpf>("scheduler", target);
+  if (!loaded) return loaded.error();
+  impl->skel = std::move(loaded->skel);
+  impl->btf = loaded->btf;
   impl->per_cpu.resize(static_cast<size_t>(impl->ncpus));
   impl->tree.resize(static_cast<size_t>(impl->ncpus));
   impl->online.resize(static_cast<size_t>(impl->ncpus));

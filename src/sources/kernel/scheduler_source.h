@@ -9,17 +9,14 @@
 
 #include "core/error.h"
 #include "core/source.h"
+#include "sources/kernel/skeleton.h"
 
 namespace pm {
 
-struct SchedulerTarget {
-  bool track_tree = false;  // run/attach: also account the tree's on/off-CPU time
-  std::vector<int> tgids;   // the tree's processes now; their future children join in the kernel
-};
-
 class SchedulerSource;
 // Fails (Errc::kUnavailable / kPermissionDenied) with the reason when the programs cannot load.
-Result<std::unique_ptr<SchedulerSource>> make_scheduler_source(const SchedulerTarget& target);
+// With target.track_tree (run/attach) it also accounts the tree's on/off-CPU time.
+Result<std::unique_ptr<SchedulerSource>> make_scheduler_source(const TreeTarget& target);
 
 class SchedulerSource final : public Source {
  public:

@@ -1,0 +1,121 @@
+// Block I/O hooks, aggregated in the kernel: per-device bytes, request latency (issue ->
+// complete) and queue depth (requests in flight at issue), and the bytes the target tree
+// submits. tp_btf with raw_tp fallbacks, as in scheduler.bpf.c.
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "block.h"
+#include "tree.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, PM_MAX_DEVICES);
+  __type(key, __u32);
+  __type(value, struct pm_dev_stats);
+} devices SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct pm_tree_io);
+} tree_io SEC(".maps");
+
+// request -> when it was issued; bounded: a full map means a request goes unmeasured.
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, PM_MAX_INFLIGHT);
+  __type(key, __u64);
+  __type(value, __u64);
+} issued SEC(".maps");
+
+static __always_inline __u32 disk_dev(struct gendisk *disk) {
+  if (!disk) return 0;
+  return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+}
+
+static __always_inline struct pm_dev_stats *stats_of(__u32 dev) {
+  struct pm_dev_stats *s = bpf_map_lookup_elem(&devices, &dev);
+  if (s) return s;
+  struct pm_dev_stats zero = {};
+  bpf_map_update_elem(&devices, &dev, &zero, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&devices, &dev);
+}
+
+// REQ_OP_READ is 0 and REQ_OP_WRITE 1 in the low bits of the op flags; other ops (flush,
+// discard) are neither and are not counted as data.
+static __always_inline int op_index(__u32 opf) {
+  __u32 op = opf & 0xff;
+  return op == 0 ? 0 : op == 1 ? 1 : -1;
+}
+
+static __always_inline int on_bio_queue(struct bio *bio) {
+  int dir = op_index(BPF_CORE_READ(bio, bi_opf));
+  if (dir < 0) return 0;
+  __u64 bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
+  struct pm_dev_stats *s = stats_of(disk_dev(BPF_CORE_READ(bio, bi_bdev, bd_disk)));
+  if (s) {
+    __sync_fetch_and_add(&s->bio_bytes[dir & 1], bytes);
+    __sync_fetch_and_add(&s->bios[dir & 1], 1);
+  }
+  if (tgid_in_tree(bpf_get_current_pid_tgid() >> 32)) {
+    __u32 zero = 0;
+    struct pm_tree_io *t = bpf_map_lookup_elem(&tree_io, &zero);
+    if (t) {
+      t->bio_bytes[dir & 1] += bytes;
+      t->bios[dir & 1]++;
+    }
+  }
+  return 0;
+}
+
+static __always_inline int on_rq_issue(struct request *rq) {
+  struct pm_dev_stats *s = stats_of(disk_dev(BPF_CORE_READ(rq, q, disk)));
+  if (!s) return 0;
+  __sync_fetch_and_add(&s->requests, 1);
+  __s64 depth = __sync_fetch_and_add(&s->inflight, 1) + 1;
+  __u32 b = PM_BUCKET(log2_bucket(depth > 0 ? (__u64)depth : 0), PM_QD_BUCKETS);
+  __sync_fetch_and_add(&s->qd_hist[b], 1);
+  __u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+  bpf_map_update_elem(&issued, &key, &now, BPF_ANY);
+  return 0;
+}
+
+static __always_inline int on_rq_complete(struct request *rq) {
+  __u64 key = (__u64)rq;
+  __u64 *at = bpf_map_lookup_elem(&issued, &key);
+  if (!at) return 0;  // issued before we attached, or the map was full
+  __u64 lat = bpf_ktime_get_ns() - *at;
+  bpf_map_delete_elem(&issued, &key);
+  struct pm_dev_stats *s = stats_of(disk_dev(BPF_CORE_READ(rq, q, disk)));
+  if (!s) return 0;
+  __sync_fetch_and_add(&s->inflight, -1);
+  __sync_fetch_and_add(&s->lat_count, 1);
+  __sync_fetch_and_add(&s->lat_ns, lat);
+  __u32 b = PM_BUCKET(log2_bucket(lat / 1000), PM_LAT_BUCKETS);
+  __sync_fetch_and_add(&s->lat_hist[b], 1);
+  return 0;
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(btf_bio_queue, struct bio *bio) { return on_bio_queue(bio); }
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(btf_rq_issue, struct request *rq) { return on_rq_issue(rq); }
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(btf_rq_complete, struct request *rq, int error, unsigned int nr_bytes) { return on_rq_complete(rq); }
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child) { return on_fork(parent, child); }
+
+SEC("raw_tp/block_bio_queue")
+int BPF_PROG(raw_bio_queue, struct bio *bio) { return on_bio_queue(bio); }
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(raw_rq_issue, struct request *rq) { return on_rq_issue(rq); }
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(raw_rq_complete, struct request *rq, int error, unsigned int nr_bytes) { return on_rq_complete(rq); }
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(raw_fork, struct task_struct *parent, struct task_struct *child) { return on_fork(parent, child); }

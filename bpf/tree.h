@@ -1,0 +1,8 @@
+/* Shared by the eBPF objects that follow the target tree (see tree.bpf.h). */
+#ifndef PERF_MONITOR_BPF_TREE_H
+#define PERF_MONITOR_BPF_TREE_H
+
+/* Processes of the target tree the kernel side can follow at once. */
+#define PM_MAX_TARGETS 65536
+
+#endif

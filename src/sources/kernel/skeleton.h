@@ -1,0 +1,92 @@
+// Loading a bpftool skeleton the way every kernel source here does: tp_btf programs where the
+// kernel has BTF, else the raw_tp twins (programs are named btf_* and raw_*, and autoload is
+// switched off for the pair not used); the fork hook only when the target tree is followed;
+// the tree's processes seeded into the `targets` map before attaching.
+#pragma once
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace pm {
+
+// The processes a kernel source follows (their children join in the kernel, at fork).
+struct TreeTarget {
+  bool track_tree = false;
+  std::vector<int> tgids;
+};
+
+template <typename Skel>
+using SkeletonPtr = std::unique_ptr<Skel, void (*)(Skel*)>;
+
+template <typename Skel>
+struct LoadedSkeleton {
+  SkeletonPtr<Skel> skel;
+  bool btf;  // tp_btf programs (else raw_tp)
+};
+
+namespace detail {
+
+template <typename Skel>
+Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeTarget& target) {
+  SkeletonPtr<Skel> skel(Skel::open(), Skel::destroy);
+  if (!skel) return Error::from_errno(errno, "opening the " + what + " BPF programs");
+  skel->rodata->track_tree = target.track_tree;
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel->obj) {
+    std::string_view name = bpf_program__name(prog);
+    bool family = name.substr(0, 4) == (btf ? "btf_" : "raw_");
+    bool needed = target.track_tree || !name.ends_with("_fork");  // nothing to follow: no fork hook
+    bpf_program__set_autoload(prog, family && needed);
+  }
+  if (int err = Skel::load(skel.get()); err != 0) {
+    // EACCES from a load is the verifier's refusal, EPERM a missing capability.
+    if (err == -EACCES)
+      return make_error(Errc::kUnavailable, "the kernel's verifier refused the " + what + " programs");
+    Error e = Error::from_errno(-err, "loading the " + what + " BPF programs");
+    if (e.code == Errc::kPermissionDenied) e.message += " (run as root: loading BPF needs CAP_BPF and CAP_PERFMON)";
+    return e;
+  }
+  __u8 one = 1;
+  for (int tgid : target.tgids) {
+    auto key = static_cast<__u32>(tgid);
+    bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &key, &one, BPF_ANY);
+  }
+  if (int err = Skel::attach(skel.get()); err != 0) {
+    return Error::from_errno(-err, "attaching the " + what + " BPF programs");
+  }
+  return skel;
+}
+
+}  // namespace detail
+
+template <typename Skel>
+Result<LoadedSkeleton<Skel>> load_skeleton(const std::string& what, const TreeTarget& target) {
+  libbpf_set_print(nullptr);  // libbpf's own chatter would break the one-line error rule
+  bool btf = ::access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+  auto skel = detail::load_as<Skel>(what, btf, target);
+  if (!skel && btf) {
+    btf = false;  // tp_btf refused (an old kernel, a restricted one): raw tracepoints
+    skel = detail::load_as<Skel>(what, false, target);
+  }
+  if (!skel) return skel.error();
+  return LoadedSkeleton<Skel>{std::move(*skel), btf};
+}
+
+// Sums a per-CPU array's single slot over every possible CPU.
+template <typename T>
+bool read_per_cpu(int map_fd, std::vector<T>& per_cpu) {
+  per_cpu.resize(static_cast<size_t>(libbpf_num_possible_cpus()));
+  __u32 zero = 0;
+  return bpf_map_lookup_elem(map_fd, &zero, per_cpu.data()) == 0;
+}
+
+}  // namespace pm
