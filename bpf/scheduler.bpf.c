@@ -64,57 +64,63 @@ static __always_inline int on_wakeup(struct task_struct *p) {
   return 0;
 }
 
-static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next) {
+// The hottest path of the kernel: touch task storage and the clock only when there is something
+// to measure. A task that blocks needs nothing unless it belongs to the tree; a task switched in
+// needs its storage only if a wakeup or preemption left a timestamp there.
+// `preempted`: prev was switched out in TASK_RUNNING, so it goes back to the run queue. The
+// tp_btf entry reads the fields directly (BTF-typed pointers), the raw_tp one through CO-RE
+// probe reads; a helper call per field is measurable on this path.
+static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next, bool preempted,
+                                     bool next_is_idle) {
   __u32 zero = 0;
-  __u64 now = bpf_ktime_get_ns();
   struct pm_sched_counters *c = bpf_map_lookup_elem(&counters, &zero);
   if (!c) return 0;
-  // A task switched out in TASK_RUNNING was preempted: it goes back to the run queue.
-  bool preempted = BPF_CORE_READ(prev, __state) == 0;
   c->switches++;
   if (preempted) c->involuntary++;
   else c->voluntary++;
 
+  __u64 now = 0;
   struct pm_tree_stats *ps = in_tree(prev) ? bpf_map_lookup_elem(&tree, &zero) : 0;
   if (ps) {
     ps->switches++;
     if (preempted) ps->involuntary++;
     else ps->voluntary++;
   }
-  struct task_times *pt = bpf_task_storage_get(&times, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-  if (!pt) c->storage_misses++;
-  if (pt) {
-    if (ps && pt->on_cpu_at && now > pt->on_cpu_at) ps->on_cpu_ns += now - pt->on_cpu_at;
-    pt->on_cpu_at = 0;
-    if (preempted) {
-      pt->runnable_at = now;
+  if (preempted || ps) {
+    struct task_times *pt = bpf_task_storage_get(&times, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!pt) {
+      c->storage_misses++;
     } else {
-      pt->blocked_at = now;
-      pt->runnable_at = 0;
+      now = bpf_ktime_get_ns();
+      if (ps && pt->on_cpu_at && now > pt->on_cpu_at) ps->on_cpu_ns += now - pt->on_cpu_at;
+      pt->on_cpu_at = 0;
+      if (preempted) {
+        pt->runnable_at = now;
+      } else {
+        pt->blocked_at = now;
+        pt->runnable_at = 0;
+      }
     }
   }
 
-  // The idle task (pid 0) is never on a run queue: it has no latency to measure.
-  if (BPF_CORE_READ(next, pid) == 0) return 0;
-  struct task_times *nt = bpf_task_storage_get(&times, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-  if (!nt) {
-    c->storage_misses++;
-    return 0;
-  }
-  nt->on_cpu_at = now;
+  // The idle task is never on a run queue: it has no latency to measure.
+  if (next_is_idle) return 0;
+  struct pm_tree_stats *ns = in_tree(next) ? bpf_map_lookup_elem(&tree, &zero) : 0;
+  struct task_times *nt = bpf_task_storage_get(&times, next, 0, ns ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+  if (!nt) return 0;  // never woken or preempted since we attached: nothing to measure
+  if (!nt->runnable_at && !ns) return 0;
+  if (!now) now = bpf_ktime_get_ns();
+  if (ns) nt->on_cpu_at = now;
   if (nt->runnable_at && now > nt->runnable_at) {
     __u64 wait = now - nt->runnable_at;
     __u32 b = PM_BUCKET(log2_bucket(wait / 1000), PM_RUNQ_BUCKETS);
     c->runq_count++;
     c->runq_ns += wait;
     c->runq_hist[b]++;
-    if (in_tree(next)) {
-      struct pm_tree_stats *s = bpf_map_lookup_elem(&tree, &zero);
-      if (s) {
-        s->runq_ns += wait;
-        s->runq_count++;
-        s->runq_hist[b]++;
-      }
+    if (ns) {
+      ns->runq_ns += wait;
+      ns->runq_count++;
+      ns->runq_hist[b]++;
     }
   }
   nt->runnable_at = 0;
@@ -123,7 +129,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
-  return on_switch(prev, next);
+  return on_switch(prev, next, prev->__state == 0, next->pid == 0);
 }
 SEC("tp_btf/sched_waking")
 int BPF_PROG(btf_wakeup, struct task_struct *p) { return on_wakeup(p); }
@@ -134,7 +140,7 @@ int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child) { 
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
-  return on_switch(prev, next);
+  return on_switch(prev, next, BPF_CORE_READ(prev, __state) == 0, BPF_CORE_READ(next, pid) == 0);
 }
 SEC("raw_tp/sched_waking")
 int BPF_PROG(raw_wakeup, struct task_struct *p) { return on_wakeup(p); }

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Overhead of the eBPF kernel sources on the scheduler's hottest path, side by side in one run:
+# a pipe ping-pong pinned to one CPU (perf bench sched pipe: every op is 2 switches, 2 wakeups)
+#   bare       nothing attached
+#   floor      empty programs on the same hooks (bench/bpf_floor)
+#   monitor    perf-monitor, live system-wide (scheduler + block I/O + counters + files)
+#   bpftrace   an equivalent bpftrace script: switches per CPU, wakeups, run-queue histogram
+# Each configuration runs ROUNDS times, interleaved; the median usecs/op is reported with its
+# slowdown against bare. For perf-monitor also its own CPU during the storm, and its peak RSS.
+#   bench/sched_overhead.sh [BUILD_DIR] [LOOPS] [ROUNDS]
+set -euo pipefail
+build=${1:-build}
+loops=${2:-200000}
+rounds=${3:-5}
+pm="$build/perf-monitor"
+floor="$build/bench/bpf_floor"
+
+# bpftrace's tracepoint probes need tracefs.
+if ! mountpoint -q /sys/kernel/tracing; then mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true; fi
+ulimit -l unlimited 2>/dev/null || true
+
+pipe_us() { taskset -c 0 perf bench sched pipe -l "$loops" 2>/dev/null | awk '/usecs\/op/ {print $1}'; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+cat > /tmp/pm-bench.bt <<'BT'
+tracepoint:sched:sched_switch {
+  @switches[cpu] = count();
+  if (args->prev_state == 0) { @qtime[args->prev_pid] = nsecs; }
+  if (@qtime[args->next_pid]) {
+    @runq_us = hist((nsecs - @qtime[args->next_pid]) / 1000);
+    delete(@qtime[args->next_pid]);
+  }
+}
+tracepoint:sched:sched_waking { @wakeups = count(); @qtime[args->pid] = nsecs; }
+tracepoint:sched:sched_wakeup_new { @wakeups = count(); @qtime[args->pid] = nsecs; }
+BT
+
+declare -A results
+monitor_cpu=()
+monitor_rss=0
+for ((r = 0; r < rounds; r++)); do
+  results[bare]+="$(pipe_us) "
+
+  "$floor" > /dev/null & fpid=$!; sleep 1
+  results[floor]+="$(pipe_us) "
+  kill -INT $fpid; wait $fpid || true
+
+  "$pm" --output /dev/null 2>/dev/null & mpid=$!; sleep 1.5
+  t0=$(ticks $mpid); s0=$(date +%s.%N)
+  results[monitor]+="$(pipe_us) "
+  t1=$(ticks $mpid); s1=$(date +%s.%N)
+  monitor_cpu+=("$(echo "($t1 - $t0) / $(getconf CLK_TCK) / ($s1 - $s0) * 100" | bc -l)")
+  rss=$(awk '/VmHWM/ {print $2}' /proc/$mpid/status)
+  ((rss > monitor_rss)) && monitor_rss=$rss
+  kill -INT $mpid; wait $mpid || true
+
+  if command -v bpftrace > /dev/null; then
+    bpftrace /tmp/pm-bench.bt > /dev/null 2>&1 & bpid=$!; sleep 4
+    if kill -0 $bpid 2> /dev/null; then
+      results[bpftrace]+="$(pipe_us) "
+      kill -INT $bpid; wait $bpid || true
+    fi
+  fi
+done
+
+bare=$(echo ${results[bare]} | tr ' ' '\n' | median)
+printf '%-10s %10s %10s\n' config usecs/op slowdown
+for c in bare floor monitor bpftrace; do
+  [ -n "${results[$c]:-}" ] || continue
+  m=$(echo ${results[$c]} | tr ' ' '\n' | median)
+  printf '%-10s %10s %10.3f\n' "$c" "$m" "$(echo "$m / $bare" | bc -l)"
+done
+cpu=$(printf '%s\n' "${monitor_cpu[@]}" | median)
+printf 'perf-monitor during the storm (%s ops/s = %.0f switches/s): %.2f%% of one CPU, peak RSS %d KiB\n' \
+  "$(echo "1000000 / $bare" | bc)" "$(echo "2000000 / $bare" | bc -l)" "$cpu" "$monitor_rss"

@@ -1,0 +1,23 @@
+// Empty programs on the hooks perf-monitor's kernel sources use: the floor of what any eBPF
+// monitor attached there costs. Only bench/bpf_floor loads them.
+#include "vmlinux.h"
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(floor_switch) { return 0; }
+SEC("tp_btf/sched_waking")
+int BPF_PROG(floor_waking) { return 0; }
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(floor_wakeup_new) { return 0; }
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(floor_fork) { return 0; }
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(floor_bio_queue) { return 0; }
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(floor_rq_issue) { return 0; }
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(floor_rq_complete) { return 0; }
