@@ -8,3 +8,6 @@ echo "== sampling cost per pass (Google Benchmark)"
 echo
 echo "== CPU of the whole perf-monitor process (rusage), ${seconds} s each"
 "$build/bench/monitor_cpu" "$build/perf-monitor" "$build/tests/pm-workload" "$seconds"
+echo
+echo "== eBPF overhead on a pinned pipe ping-pong"
+"$(dirname "$0")/sched_overhead.sh" "$build" 200000 5

@@ -29,9 +29,8 @@ struct {
   __type(value, struct pm_tree_stats);
 } tree SEC(".maps");
 
-// Per task: when it last became runnable (woken or preempted), left the CPU, got the CPU.
+// Per task of the target tree: when it blocked, when it got the CPU.
 struct task_times {
-  __u64 runnable_at;
   __u64 blocked_at;
   __u64 on_cpu_at;
 };
@@ -49,7 +48,8 @@ static __always_inline int on_wakeup(struct task_struct *p) {
   if (!c) return 0;
   c->wakeups++;
   struct pm_tree_stats *s = in_tree(p) ? bpf_map_lookup_elem(&tree, &zero) : 0;
-  if (s) s->wakeups++;
+  if (!s) return 0;
+  s->wakeups++;
   // Task storage refuses re-entry on a CPU (a wakeup from an interrupt while a program uses
   // it): the event is counted above, only its times are lost, and the loss is counted.
   struct task_times *tt = bpf_task_storage_get(&times, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -58,20 +58,20 @@ static __always_inline int on_wakeup(struct task_struct *p) {
     return 0;
   }
   __u64 now = bpf_ktime_get_ns();
-  tt->runnable_at = now;
-  if (s && tt->blocked_at && now > tt->blocked_at) s->blocked_ns += now - tt->blocked_at;
+  if (tt->blocked_at && now > tt->blocked_at) s->blocked_ns += now - tt->blocked_at;
   tt->blocked_at = 0;
   return 0;
 }
 
-// The hottest path of the kernel: touch task storage and the clock only when there is something
-// to measure. A task that blocks needs nothing unless it belongs to the tree; a task switched in
-// needs its storage only if a wakeup or preemption left a timestamp there.
-// `preempted`: prev was switched out in TASK_RUNNING, so it goes back to the run queue. The
-// tp_btf entry reads the fields directly (BTF-typed pointers), the raw_tp one through CO-RE
-// probe reads; a helper call per field is measurable on this path.
+// The hottest path of the kernel, kept to reading fields and adding to counters. Run-queue
+// latency comes from the scheduler's own stamp: a task put on a run queue (woken, or preempted
+// while runnable) carries sched_info.last_queued in rq clock time, which the scheduler turns
+// into its run_delay right after this tracepoint; we take the same difference. Only tasks of
+// the target tree use task storage (their on-CPU and blocked time).
+// `preempted`: prev was switched out in TASK_RUNNING. The tp_btf entry reads the fields
+// directly (BTF-typed pointers), the raw_tp one through CO-RE probe reads.
 static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next, bool preempted,
-                                     bool next_is_idle) {
+                                     bool next_is_idle, __u64 next_queued, __u64 rq_clock) {
   __u32 zero = 0;
   struct pm_sched_counters *c = bpf_map_lookup_elem(&counters, &zero);
   if (!c) return 0;
@@ -85,51 +85,51 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
     ps->switches++;
     if (preempted) ps->involuntary++;
     else ps->voluntary++;
-  }
-  if (preempted || ps) {
     struct task_times *pt = bpf_task_storage_get(&times, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
     if (!pt) {
       c->storage_misses++;
     } else {
       now = bpf_ktime_get_ns();
-      if (ps && pt->on_cpu_at && now > pt->on_cpu_at) ps->on_cpu_ns += now - pt->on_cpu_at;
+      if (pt->on_cpu_at && now > pt->on_cpu_at) ps->on_cpu_ns += now - pt->on_cpu_at;
       pt->on_cpu_at = 0;
-      if (preempted) {
-        pt->runnable_at = now;
-      } else {
-        pt->blocked_at = now;
-        pt->runnable_at = 0;
-      }
+      pt->blocked_at = preempted ? 0 : now;
     }
   }
 
-  // The idle task is never on a run queue: it has no latency to measure.
-  if (next_is_idle) return 0;
+  if (next_is_idle) return 0;  // the idle task is never on a run queue
   struct pm_tree_stats *ns = in_tree(next) ? bpf_map_lookup_elem(&tree, &zero) : 0;
-  struct task_times *nt = bpf_task_storage_get(&times, next, 0, ns ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-  if (!nt) return 0;  // never woken or preempted since we attached: nothing to measure
-  if (!nt->runnable_at && !ns) return 0;
-  if (!now) now = bpf_ktime_get_ns();
-  if (ns) nt->on_cpu_at = now;
-  if (nt->runnable_at && now > nt->runnable_at) {
-    __u64 wait = now - nt->runnable_at;
-    __u32 b = PM_BUCKET(log2_bucket(wait / 1000), PM_RUNQ_BUCKETS);
-    c->runq_count++;
-    c->runq_ns += wait;
-    c->runq_hist[b]++;
-    if (ns) {
-      ns->runq_ns += wait;
-      ns->runq_count++;
-      ns->runq_hist[b]++;
+  if (next_queued) {
+    if (rq_clock > next_queued) {
+      __u64 wait = rq_clock - next_queued;
+      __u32 b = PM_BUCKET(log2_bucket(wait / 1000), PM_RUNQ_BUCKETS);
+      c->runq_count++;
+      c->runq_ns += wait;
+      c->runq_hist[b]++;
+      if (ns) {
+        ns->runq_ns += wait;
+        ns->runq_count++;
+        ns->runq_hist[b]++;
+      }
     }
   }
-  nt->runnable_at = 0;
+  if (ns) {
+    struct task_times *nt = bpf_task_storage_get(&times, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!nt) {
+      c->storage_misses++;
+      return 0;
+    }
+    nt->on_cpu_at = now ? now : bpf_ktime_get_ns();
+  }
   return 0;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
-  return on_switch(prev, next, prev->__state == 0, next->pid == 0);
+  // next's run queue is this CPU's: its clock is the one last_queued was stamped with. (The
+  // run queue is reached through the task's cfs_rq: the per-CPU `runqueues` symbol is not in
+  // kallsyms without CONFIG_KALLSYMS_ALL.)
+  __u64 clock = bpf_core_field_exists(struct cfs_rq, rq) ? next->se.cfs_rq->rq->clock : 0;
+  return on_switch(prev, next, prev->__state == 0, next->pid == 0, clock ? next->sched_info.last_queued : 0, clock);
 }
 SEC("tp_btf/sched_waking")
 int BPF_PROG(btf_wakeup, struct task_struct *p) { return on_wakeup(p); }
@@ -140,7 +140,9 @@ int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child) { 
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
-  return on_switch(prev, next, BPF_CORE_READ(prev, __state) == 0, BPF_CORE_READ(next, pid) == 0);
+  __u64 clock = bpf_core_field_exists(struct cfs_rq, rq) ? BPF_CORE_READ(next, se.cfs_rq, rq, clock) : 0;
+  return on_switch(prev, next, BPF_CORE_READ(prev, __state) == 0, BPF_CORE_READ(next, pid) == 0,
+                   clock ? BPF_CORE_READ(next, sched_info.last_queued) : 0, clock);
 }
 SEC("raw_tp/sched_waking")
 int BPF_PROG(raw_wakeup, struct task_struct *p) { return on_wakeup(p); }

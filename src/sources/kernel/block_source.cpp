@@ -133,6 +133,7 @@ void BlockSource::collect(Samples& out) {
   }
   out.push_back({&kQueueEvents, {}, events});
   out.push_back({&kTotalBytes, {}, bytes});
+  append_bpf_stats(m.skel->obj, out);
 
   if (!m.track_tree || !read_per_cpu(bpf_map__fd(m.skel->maps.tree_io), m.tree)) return;
   double read = 0, write = 0;

@@ -132,6 +132,7 @@ void SchedulerSource::collect(Samples& out) {
   add(kInvoluntary, static_cast<double>(sum.involuntary));
   add(kWakeups, static_cast<double>(sum.wakeups));
   add(kMisses, static_cast<double>(sum.storage_misses));
+  append_bpf_stats(m.skel->obj, out);
   out.push_back({&kRunq, {}, static_cast<double>(sum.runq_ns) / 1e9, std::move(hist)});
 
   if (!m.track_tree) return;

@@ -90,3 +90,14 @@ bool read_per_cpu(int map_fd, std::vector<T>& per_cpu) {
 }
 
 }  // namespace pm
+
+#include "core/metric.h"
+
+namespace pm {
+
+// What the programs of a BPF object cost, where the kernel keeps count (sysctl
+// kernel.bpf_stats_enabled=1; perf-monitor does not turn it on itself: it costs two clock reads
+// per run): runs and run time per program, under family "self".
+void append_bpf_stats(bpf_object* obj, Samples& out);
+
+}  // namespace pm

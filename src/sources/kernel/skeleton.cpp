@@ -1,0 +1,27 @@
+#include "sources/kernel/skeleton.h"
+
+namespace pm {
+namespace {
+
+const MetricDesc kRuns{"self", "bpf_runs", MetricKind::kCounter, Unit::kNone,
+                       "Runs of each perf-monitor BPF program (events it saw), with kernel.bpf_stats_enabled=1"};
+const MetricDesc kRunTime{"self", "bpf_run_seconds", MetricKind::kCounter, Unit::kSeconds,
+                          "Time spent in each perf-monitor BPF program, with kernel.bpf_stats_enabled=1"};
+
+}  // namespace
+
+void append_bpf_stats(bpf_object* obj, Samples& out) {
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, obj) {
+    int fd = bpf_program__fd(prog);
+    if (fd < 0) continue;  // not loaded (the other attachment family, or disabled)
+    bpf_prog_info info{};
+    __u32 len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0 || info.run_cnt == 0) continue;
+    Labels l{{"program", bpf_program__name(prog)}};
+    out.push_back({&kRuns, l, static_cast<double>(info.run_cnt)});
+    out.push_back({&kRunTime, std::move(l), static_cast<double>(info.run_time_ns) / 1e9});
+  }
+}
+
+}  // namespace pm
