@@ -183,3 +183,31 @@ TEST_F(SchedulerTest, BlockDisabledMeansNothingAttached) {
 
 }  // namespace
 }  // namespace pm::test
+
+namespace pm::test {
+namespace {
+
+TEST(KernelSources, WithoutPrivilegeEachPartSaysWhyAndTheRestRuns) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to drop to another user (setpriv)";
+  if (std::system("command -v setpriv >/dev/null") != 0) GTEST_SKIP() << "setpriv (util-linux) not installed";
+  std::string out = scratch_dir() + "/pm-unprivileged.jsonl";
+  std::string cmd = "setpriv --reuid=65534 --regid=65534 --clear-groups " + binary() +
+                    " --format json --duration 600ms > " + out + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(out);
+  std::string line, last;
+  while (std::getline(in, line)) last = line;
+  auto summary = nlohmann::json::parse(last, nullptr, false);
+  ASSERT_FALSE(summary.is_discarded()) << last;
+  for (const char* part : {"scheduler", "block_io"}) {
+    ASSERT_TRUE(summary["unavailable"].contains(part)) << summary["unavailable"].dump();
+    EXPECT_NE(summary["unavailable"][part].get<std::string>().find("CAP_BPF"), std::string::npos);
+  }
+  // The /proc sources carry on.
+  EXPECT_TRUE(summary.contains("global_mem_used_max"));
+  EXPECT_TRUE(summary.contains("cpu"));
+  ::unlink(out.c_str());
+}
+
+}  // namespace
+}  // namespace pm::test
