@@ -29,6 +29,7 @@ test: build build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 2
 
 bench: build
+	@scripts/install-deps.sh bench
 	bench/run-all.sh $(BUILD)
 
 clean:

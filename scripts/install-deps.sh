@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages perf-monitor needs to build and test, when they are missing.
 # Runs as root (apt-get); does nothing when everything is there already.
+#   scripts/install-deps.sh          build and test
+#   scripts/install-deps.sh bench    also what bench/ compares against (bpftrace, bc)
 set -euo pipefail
 
 packages=(
@@ -16,6 +18,10 @@ packages=(
   bpftool                            # vmlinux.h from the kernel's BTF, and the skeletons
   libbpf-dev libelf-dev zlib1g-dev   # loading the eBPF programs (libbpf and what it links)
 )
+
+if [ "${1:-}" = bench ]; then
+  packages+=(bpftrace bc util-linux)   # bench/sched_overhead.sh: the bpftrace comparison, arithmetic
+fi
 
 missing=()
 for p in "${packages[@]}"; do
