@@ -201,15 +201,16 @@ TEST_F(CountersTest, PmuAliasFromSysfsCountsWithItsOwnPmu) {
 TEST_F(CountersTest, AttachCountsARunningTree) {
   pid_t child = ::fork();
   if (child == 0) {
-    ::execl(workload().c_str(), "pm-workload", "children", "2", "8", "0", "500", nullptr);
+    ::execl(workload().c_str(), "pm-workload", "children", "2", "8", "0", "1000", nullptr);
     ::_exit(127);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   Outcome o = run_pm({"attach", "--pid", std::to_string(child), "--format", "json", "-e", "task-clock,page-faults"});
   ::waitpid(child, nullptr, 0);
   ASSERT_FALSE(o.summary.is_null()) << o.err;
-  // Two children of 500 ms of CPU each, forked after we attached or inherited: at least most of it.
-  EXPECT_GE(num(o, "pmc_task_clock_seconds"), 2 * 0.5 * 0.7);
+  // Two children of 1 s of CPU each, counted from the moment of attaching (late in a sanitizer
+  // build): most of it.
+  EXPECT_GE(num(o, "pmc_task_clock_seconds"), 2 * 1.0 * 0.6);
 }
 
 TEST(CliCounters, HardwareEventsSayNotSupported) {

@@ -144,7 +144,7 @@ TEST_F(RunTest, TextOutputToAFile) {
 TEST_F(RunTest, AttachFollowsARunningTreeUntilItExits) {
   pid_t child = ::fork();
   if (child == 0) {
-    ::execl(workload().c_str(), "pm-workload", "children", "2", "16", "2", "400", nullptr);
+    ::execl(workload().c_str(), "pm-workload", "children", "2", "16", "2", "1000", nullptr);
     ::_exit(127);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -156,7 +156,9 @@ TEST_F(RunTest, AttachFollowsARunningTreeUntilItExits) {
   EXPECT_EQ(o.summary["mode"], "attach");
   EXPECT_EQ(o.summary["end_reason"], "exited");
   EXPECT_GE(num(o, "proc_processes_seen_max"), 3);
-  EXPECT_GE(num(o, "proc_cpu_user_seconds") + num(o, "proc_cpu_system_seconds"), 2 * 0.4 * 0.7);
+  // Counted from the moment of attaching, which a sanitizer build reaches late (loading BPF
+  // takes it a few hundred ms): most, not all, of the children's 2 s of CPU.
+  EXPECT_GE(num(o, "proc_cpu_user_seconds") + num(o, "proc_cpu_system_seconds"), 2 * 1.0 * 0.6);
 }
 
 }  // namespace
