@@ -28,10 +28,7 @@ size_t Outcome::intervals() const {
   return n;
 }
 
-Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts) {
-  std::string base = scratch_dir() + "/pm-test-" + std::to_string(::getpid()) + "-" +
-                     std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  std::string out_path = base + ".out", err_path = base + ".err";
+pid_t start_pm(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path) {
   std::vector<char*> argv;
   std::string bin = binary();
   argv.push_back(bin.data());
@@ -51,6 +48,14 @@ Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts) {
     ::execv(argv[0], argv.data());
     ::_exit(126);
   }
+  return pid;
+}
+
+Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts) {
+  std::string base = scratch_dir() + "/pm-test-" + std::to_string(::getpid()) + "-" +
+                     std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::string out_path = base + ".out", err_path = base + ".err";
+  pid_t pid = start_pm(args, out_path, err_path);
   Outcome o;
   auto start = std::chrono::steady_clock::now();
   bool signalled = false;

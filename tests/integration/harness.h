@@ -1,6 +1,8 @@
 // Runs the real perf-monitor binary, as a user would, and collects what it printed.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -24,6 +26,8 @@ struct RunOptions {
 };
 
 Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts = {});
+// Starts perf-monitor with stdout and stderr to the given files, in a process group of its own.
+pid_t start_pm(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path);
 
 inline std::string binary() { return PM_BINARY; }
 inline std::string workload() { return PM_WORKLOAD; }

@@ -116,19 +116,7 @@ int bpf_progs_of(pid_t pid) {
 }
 
 int progs_while_running(const std::vector<std::string>& args) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    std::string bin = binary();
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::freopen("/dev/null", "w", stdout);
-    ::freopen("/dev/null", "w", stderr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
+  pid_t pid = start_pm(args, "/dev/null", "/dev/null");
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   int n = bpf_progs_of(pid);
   ::kill(pid, SIGINT);
