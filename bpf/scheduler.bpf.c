@@ -35,12 +35,24 @@ struct task_times {
   __u64 on_cpu_at;
 };
 
+// Keyed by thread id, only for tasks of the target tree. An LRU map, so threads that exited
+// age out instead of filling it; and not task storage, which raw_tp programs cannot use for a
+// task other than the current one.
 struct {
-  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-  __uint(map_flags, BPF_F_NO_PREALLOC);
-  __type(key, int);
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, PM_MAX_TARGETS);
+  __type(key, __u32);
   __type(value, struct task_times);
 } times SEC(".maps");
+
+static __always_inline struct task_times *times_of(struct task_struct *t) {
+  __u32 pid = BPF_CORE_READ(t, pid);
+  struct task_times *tt = bpf_map_lookup_elem(&times, &pid);
+  if (tt) return tt;
+  struct task_times zero = {};
+  bpf_map_update_elem(&times, &pid, &zero, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&times, &pid);
+}
 
 static __always_inline int on_wakeup(struct task_struct *p) {
   __u32 zero = 0;
@@ -50,9 +62,8 @@ static __always_inline int on_wakeup(struct task_struct *p) {
   struct pm_tree_stats *s = in_tree(p) ? bpf_map_lookup_elem(&tree, &zero) : 0;
   if (!s) return 0;
   s->wakeups++;
-  // Task storage refuses re-entry on a CPU (a wakeup from an interrupt while a program uses
-  // it): the event is counted above, only its times are lost, and the loss is counted.
-  struct task_times *tt = bpf_task_storage_get(&times, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  // A full map (or one busy on this CPU) loses the times, not the event; the loss is counted.
+  struct task_times *tt = times_of(p);
   if (!tt) {
     c->storage_misses++;
     return 0;
@@ -67,7 +78,7 @@ static __always_inline int on_wakeup(struct task_struct *p) {
 // latency comes from the scheduler's own stamp: a task put on a run queue (woken, or preempted
 // while runnable) carries sched_info.last_queued in rq clock time, which the scheduler turns
 // into its run_delay right after this tracepoint; we take the same difference. Only tasks of
-// the target tree use task storage (their on-CPU and blocked time).
+// the target tree have per-task times (their on-CPU and blocked time).
 // `preempted`: prev was switched out in TASK_RUNNING. The tp_btf entry reads the fields
 // directly (BTF-typed pointers), the raw_tp one through CO-RE probe reads.
 static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next, bool preempted,
@@ -85,7 +96,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
     ps->switches++;
     if (preempted) ps->involuntary++;
     else ps->voluntary++;
-    struct task_times *pt = bpf_task_storage_get(&times, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    struct task_times *pt = times_of(prev);
     if (!pt) {
       c->storage_misses++;
     } else {
@@ -113,7 +124,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
     }
   }
   if (ns) {
-    struct task_times *nt = bpf_task_storage_get(&times, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    struct task_times *nt = times_of(next);
     if (!nt) {
       c->storage_misses++;
       return 0;

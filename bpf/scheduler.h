@@ -16,7 +16,7 @@ struct pm_sched_counters {
                          left the CPU yet) and sched_wakeup_new */
   __u64 runq_count;   /* run-queue latencies measured (sum of runq_hist) */
   __u64 runq_ns;      /* their total, for the mean */
-  __u64 storage_misses; /* events whose task times could not be kept (task storage busy) */
+  __u64 storage_misses; /* tree events whose task times could not be kept (map full) */
   __u64 runq_hist[PM_RUNQ_BUCKETS];
 };
 

@@ -175,6 +175,23 @@ TEST_F(SchedulerTest, BlockDisabledMeansNothingAttached) {
 namespace pm::test {
 namespace {
 
+TEST(KernelSources, RawTracepointFallbackCountsTheSame) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: loading BPF programs";
+  // The raw_tp programs, used where tp_btf cannot attach, forced here on a kernel that has BTF.
+  ::setenv("PERF_MONITOR_BPF_ATTACH", "raw_tp", 1);
+  constexpr int kTrips = 5000;
+  Outcome o = run_pm({"run", "--format", "json", "--", workload(), "pingpong", std::to_string(kTrips)});
+  Outcome d = run_pm({"run", "--format", "json", "--", workload(), "direct", "8", scratch_dir() + "/pm-raw-direct"});
+  ::unsetenv("PERF_MONITOR_BPF_ATTACH");
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  EXPECT_FALSE(o.summary["unavailable"].contains("scheduler")) << o.summary["unavailable"];
+  EXPECT_GE(o.summary.value("proc_sched_switches", 0.0), 2 * kTrips);
+  EXPECT_GE(o.summary.value("proc_sched_wakeups", 0.0), 2 * kTrips);
+  EXPECT_GE(o.summary["proc_runq_latency_seconds"]["count"].get<double>(), 2 * kTrips);
+  ASSERT_FALSE(d.summary.is_null()) << d.err;
+  EXPECT_NEAR(d.summary.value("proc_bio_write_bytes", 0.0), 8 * kMiB, 8 * kMiB * 0.01);
+}
+
 TEST(KernelSources, WithoutPrivilegeEachPartSaysWhyAndTheRestRuns) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to drop to another user (setpriv)";
   if (std::system("command -v setpriv >/dev/null") != 0) GTEST_SKIP() << "setpriv (util-linux) not installed";

@@ -33,7 +33,7 @@ const MetricDesc kInvoluntary{"scheduler", "involuntary_switches", K::kCounter, 
 const MetricDesc kWakeups{"scheduler", "wakeups", K::kCounter, Unit::kNone,
                           "Task wakeups (sched_waking, sched_wakeup_new)"};
 const MetricDesc kMisses{"scheduler", "timing_misses", K::kCounter, Unit::kNone,
-                         "Events counted whose timing was lost (task storage busy on that CPU)"};
+                         "Events of the target tree counted whose timing was lost (per-task map full)"};
 const MetricDesc kRunq{"scheduler",
                        "runq_latency_seconds",
                        K::kHistogram,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -71,7 +72,11 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
 template <typename Skel>
 Result<LoadedSkeleton<Skel>> load_skeleton(const std::string& what, const TreeTarget& target) {
   libbpf_set_print(nullptr);  // libbpf's own chatter would break the one-line error rule
-  bool btf = ::access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+  // PERF_MONITOR_BPF_ATTACH=raw_tp forces the fallback (to check it on a kernel that would not
+  // need it).
+  const char* force = std::getenv("PERF_MONITOR_BPF_ATTACH");
+  bool btf =
+      ::access("/sys/kernel/btf/vmlinux", R_OK) == 0 && !(force != nullptr && std::string_view(force) == "raw_tp");
   auto skel = detail::load_as<Skel>(what, btf, target);
   if (!skel && btf) {
     btf = false;  // tp_btf refused (an old kernel, a restricted one): raw tracepoints
