@@ -4,8 +4,10 @@
 #ifndef PERF_MONITOR_BPF_TREE_BPF_H
 #define PERF_MONITOR_BPF_TREE_BPF_H
 
-// Set before load: follow the target tree.
+// Set before load: follow the target tree; the unit of latency histograms, in ns (bucket i
+// counts latencies below 2^i units).
 const volatile bool track_tree = false;
+const volatile __u64 hist_unit_ns = 1000;
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);

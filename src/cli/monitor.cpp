@@ -138,8 +138,10 @@ class Monitor {
   }
 
   // The eBPF sources; disabled means never loaded.
-  void open_kernel_sources(const TreeTarget& target) {
+  void open_kernel_sources(TreeTarget target) {
+    target.hist_unit_ns = cfg_.scheduler_hist_unit_ns;
     if (cfg_.scheduler_enabled) add_source("scheduler", make_scheduler_source(target));
+    target.hist_unit_ns = cfg_.block_io_hist_unit_ns;
     if (cfg_.block_io_enabled) add_source("block_io", make_block_source(target));
   }
 

@@ -63,6 +63,23 @@ class Section {
     return {};
   }
 
+  // "ns", "us" or "ms", as nanoseconds.
+  Status get_unit(std::string_view key, uint64_t& out) const {
+    const toml::node* n = table_.get(key);
+    if (n == nullptr) return {};
+    auto s = n->value<std::string>();
+    if (s && *s == "ns") {
+      out = 1;
+    } else if (s && *s == "us") {
+      out = 1000;
+    } else if (s && *s == "ms") {
+      out = 1'000'000;
+    } else {
+      return type_error(key, *n, "\"ns\", \"us\" or \"ms\"");
+    }
+    return {};
+  }
+
   Status get(std::string_view key, std::vector<std::string>& out) const {
     const toml::node* n = table_.get(key);
     if (n == nullptr) return {};
@@ -126,11 +143,13 @@ Status apply_section(std::string_view origin, const std::string& name, const tom
     if (pmc.count() > 0) c.pmc_interval = pmc;
     PM_TRY(s.get("events", c.pmc_events));
   } else if (name == "scheduler") {
-    PM_TRY(s.check_keys({"enabled"}));
+    PM_TRY(s.check_keys({"enabled", "histogram_unit"}));
     PM_TRY(s.get("enabled", c.scheduler_enabled));
+    PM_TRY(s.get_unit("histogram_unit", c.scheduler_hist_unit_ns));
   } else if (name == "block_io") {
-    PM_TRY(s.check_keys({"enabled"}));
+    PM_TRY(s.check_keys({"enabled", "histogram_unit"}));
     PM_TRY(s.get("enabled", c.block_io_enabled));
+    PM_TRY(s.get_unit("histogram_unit", c.block_io_hist_unit_ns));
   } else if (name == "file_poll") {
     PM_TRY(s.check_keys({"interval_secs", "cpu", "memory", "pressure", "numa", "thermal"}));
     PM_TRY(s.get_seconds("interval_secs", c.file_poll));

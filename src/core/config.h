@@ -2,6 +2,7 @@
 // default; an unknown key is an error that names the file, line and column.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,9 @@ struct Config {
   std::vector<std::string> pmc_events;
   bool scheduler_enabled = true;
   bool block_io_enabled = true;
+  // Unit of the latency histograms (bucket i counts latencies below 2^i units), in ns.
+  uint64_t scheduler_hist_unit_ns = 1000;
+  uint64_t block_io_hist_unit_ns = 1000;
   std::string prometheus_listen;
   std::vector<ProbeSpec> probes;
 };

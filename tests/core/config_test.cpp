@@ -191,3 +191,23 @@ TEST(Config, MissingFileIsNotFound) {
 
 }  // namespace
 }  // namespace pm
+
+namespace pm {
+namespace {
+
+TEST(ConfigHistogramUnits, ParsedAsNanosecondsAndCheckedByName) {
+  Config c;
+  ASSERT_TRUE(
+      apply_toml("[scheduler]\nhistogram_unit = \"ns\"\n[block_io]\nhistogram_unit = \"ms\"\n", "u.toml", c).ok());
+  EXPECT_EQ(c.scheduler_hist_unit_ns, 1u);
+  EXPECT_EQ(c.block_io_hist_unit_ns, 1'000'000u);
+  Config d;  // the default: microseconds
+  EXPECT_EQ(d.scheduler_hist_unit_ns, 1000u);
+  auto bad = apply_toml("[block_io]\nhistogram_unit = \"s\"\n", "u.toml", d);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("u.toml:2:18"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("histogram_unit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pm

@@ -79,6 +79,7 @@ std::map<__u32, std::string> disk_names() {
 }  // namespace
 
 struct BlockSource::Impl {
+  MetricDesc latency = kLatency;  // in the configured unit
   SkeletonPtr<block_bpf> skel{nullptr, block_bpf::destroy};
   bool track_tree = false;
   std::map<__u32, std::string> names = disk_names();
@@ -91,6 +92,7 @@ BlockSource::~BlockSource() = default;
 Result<std::unique_ptr<BlockSource>> make_block_source(const TreeTarget& target) {
   auto impl = std::make_unique<BlockSource::Impl>();
   impl->track_tree = target.track_tree;
+  impl->latency.bucket_base = static_cast<double>(target.hist_unit_ns) * 1e-9;
   auto loaded = load_skeleton<block_bpf>("block I/O", target);
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
@@ -125,7 +127,7 @@ void BlockSource::collect(Samples& out) {
       bytes += static_cast<double>(s.bio_bytes[op]);
     }
     out.push_back({&kRequests, {{"device", dev}}, static_cast<double>(s.requests)});
-    out.push_back({&kLatency,
+    out.push_back({&m.latency,
                    {{"device", dev}},
                    static_cast<double>(s.lat_ns) / 1e9,
                    std::vector<uint64_t>(std::begin(s.lat_hist), std::end(s.lat_hist))});

@@ -77,6 +77,8 @@ const MetricDesc kTreeRunqHist{"process_tree",
 }  // namespace
 
 struct SchedulerSource::Impl {
+  // The histograms in the configured unit (bucket i below 2^i units).
+  MetricDesc runq = kRunq, tree_runq = kTreeRunqHist;
   SkeletonPtr<scheduler_bpf> skel{nullptr, scheduler_bpf::destroy};
   bool btf = true;
   bool track_tree = false;
@@ -94,6 +96,7 @@ const char* SchedulerSource::attach_mode() const { return impl_->btf ? "tp_btf" 
 Result<std::unique_ptr<SchedulerSource>> make_scheduler_source(const TreeTarget& target) {
   auto impl = std::make_unique<SchedulerSource::Impl>();
   impl->track_tree = target.track_tree;
+  impl->runq.bucket_base = impl->tree_runq.bucket_base = static_cast<double>(target.hist_unit_ns) * 1e-9;
   auto loaded = load_skeleton<scheduler_bpf>("scheduler", target);
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
@@ -133,7 +136,7 @@ void SchedulerSource::collect(Samples& out) {
   add(kWakeups, static_cast<double>(sum.wakeups));
   add(kMisses, static_cast<double>(sum.storage_misses));
   append_bpf_stats(m.skel->obj, out);
-  out.push_back({&kRunq, {}, static_cast<double>(sum.runq_ns) / 1e9, std::move(hist)});
+  out.push_back({&m.runq, {}, static_cast<double>(sum.runq_ns) / 1e9, std::move(hist)});
 
   if (!m.track_tree) return;
   if (bpf_map_lookup_elem(bpf_map__fd(m.skel->maps.tree), &zero, m.tree.data()) != 0) return;
@@ -152,7 +155,7 @@ void SchedulerSource::collect(Samples& out) {
   add(kTreeBlocked, static_cast<double>(t.blocked_ns) / 1e9);
   add(kTreeSwitches, static_cast<double>(t.switches));
   add(kTreeWakeups, static_cast<double>(t.wakeups));
-  out.push_back({&kTreeRunqHist, {}, static_cast<double>(t.runq_ns) / 1e9, std::move(th)});
+  out.push_back({&m.tree_runq, {}, static_cast<double>(t.runq_ns) / 1e9, std::move(th)});
 }
 
 }  // namespace pm

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -23,6 +24,7 @@ namespace pm {
 struct TreeTarget {
   bool track_tree = false;
   std::vector<int> tgids;
+  uint64_t hist_unit_ns = 1000;  // latency histograms: bucket i below 2^i of these
 };
 
 template <typename Skel>
@@ -41,6 +43,7 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
   SkeletonPtr<Skel> skel(Skel::open(), Skel::destroy);
   if (!skel) return Error::from_errno(errno, "opening the " + what + " BPF programs");
   skel->rodata->track_tree = target.track_tree;
+  skel->rodata->hist_unit_ns = target.hist_unit_ns;
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
     std::string_view name = bpf_program__name(prog);
