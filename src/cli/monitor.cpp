@@ -126,14 +126,7 @@ class Monitor {
   void build_sources() {
     FsRoots roots;
     for (const SourceEntry& e : kFileSources) {
-      if (!(cfg_.*e.enabled)) continue;  // disabled: never opened
-      auto src = e.make(roots);
-      if (!src) {
-        unavailable_.push_back({e.name, src.error().message});
-        continue;
-      }
-      for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
-      (e.slow ? slow_ : fast_).push_back(std::move(*src));
+      if (cfg_.*e.enabled) add_source(e.name, e.make(roots), e.slow);  // disabled: never opened
     }
   }
 
@@ -145,26 +138,21 @@ class Monitor {
     if (cfg_.block_io_enabled) add_source("block_io", make_block_source(target));
   }
 
+  // Keeps a source that started (with its ratios), or says once why it could not.
   template <typename S>
-  void add_source(const char* name, Result<std::unique_ptr<S>> src) {
+  void add_source(const char* name, Result<std::unique_ptr<S>> src, bool slow = false, const char* why_more = "") {
     if (!src) {
-      unavailable_.push_back({name, src.error().message});
+      unavailable_.push_back({name, src.error().message + why_more});
       return;
     }
     for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
-    fast_.push_back(std::move(*src));
+    (slow ? slow_ : fast_).push_back(std::move(*src));
   }
 
   // Energy: the power PMU's events count with the other counters; where none counts, the
   // kernel's powercap (RAPL) files stand in.
   void open_powercap() {
-    auto src = make_powercap_source(FsRoots{});
-    if (!src) {
-      unavailable_.push_back({"energy", src.error().message + ", and no power PMU event counts"});
-      return;
-    }
-    for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
-    fast_.push_back(std::move(*src));
+    add_source("energy", make_powercap_source(FsRoots{}), false, ", and no power PMU event counts");
   }
 
   // Counters start here; then every source is read at its rhythm.
