@@ -97,7 +97,7 @@ static __always_inline int on_rq_complete(struct request *rq) {
   __sync_fetch_and_add(&s->inflight, -1);
   __sync_fetch_and_add(&s->lat_count, 1);
   __sync_fetch_and_add(&s->lat_ns, lat);
-  __u32 b = PM_BUCKET(log2_bucket(lat / hist_unit_ns), PM_LAT_BUCKETS);
+  __u32 b = PM_BUCKET(log2_bucket(in_hist_units(lat)), PM_LAT_BUCKETS);
   __sync_fetch_and_add(&s->lat_hist[b], 1);
   return 0;
 }

@@ -112,7 +112,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
   if (next_queued) {
     if (rq_clock > next_queued) {
       __u64 wait = rq_clock - next_queued;
-      __u32 b = PM_BUCKET(log2_bucket(wait / hist_unit_ns), PM_RUNQ_BUCKETS);
+      __u32 b = PM_BUCKET(log2_bucket(in_hist_units(wait)), PM_RUNQ_BUCKETS);
       c->runq_count++;
       c->runq_ns += wait;
       c->runq_hist[b]++;

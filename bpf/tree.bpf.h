@@ -43,6 +43,14 @@ static __always_inline __u32 log2_bucket(__u64 v) {
   return r + 1;
 }
 
+// v in histogram units. The unit is fixed at load, so the verifier drops the branches not
+// taken, and each division is by a constant (a multiply), not by a variable (a divide).
+static __always_inline __u64 in_hist_units(__u64 ns) {
+  if (hist_unit_ns == 1) return ns;
+  if (hist_unit_ns == 1000000) return ns / 1000000;
+  return ns / 1000;
+}
+
 // A histogram index the verifier can prove in range: the compiler folds a plain clamp into a
 // form the verifier cannot bound, so b is hidden from the optimizer and masked (n: power of 2).
 #define PM_BUCKET(b, n)                  \
