@@ -24,9 +24,12 @@ build-asan: deps
 run: build
 	./$(BUILD)/perf-monitor
 
+# After each run, the reason of every skipped test (a feature this host lacks) is printed.
+SKIP_REASONS = grep -h -A1 ': Skipped$$' Testing/Temporary/LastTest.log | grep -v -- '^--$$' | paste - - | sed 's/^/skipped: /' || true
+
 test: build build-asan
-	cd $(BUILD) && ctest --output-on-failure -j 2
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 2
+	cd $(BUILD) && ctest --output-on-failure -j 2 && $(SKIP_REASONS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 2 && $(SKIP_REASONS)
 
 bench: build
 	@scripts/install-deps.sh bench
