@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "sinks/format.h"
 #include "sinks/sink.h"
 
@@ -77,14 +78,34 @@ void pmc_lines(std::string& s, const std::vector<V>& values, double seconds) {
 }
 
 // Lines shared by the interval block and the summary (where rates are over the whole run).
+// What the kernel sources say about the target's tree (eBPF: scheduler, block layer).
 template <typename V>
-void system_lines(std::string& s, const std::vector<V>& values, double seconds) {
+void tree_kernel_lines(std::string& s, const ValueIndex<V>& ix) {
+  if (const V* on_cpu = ix.find("process_tree", "on_cpu_seconds")) {
+    const V* runq = ix.find("process_tree", "runq_latency_seconds");
+    s += fmt::format(
+        "  sched    on CPU {:.3f} s  run queue {:.3f} s  blocked {:.3f} s  switches {:.0f}  wakeups {:.0f}",
+        on_cpu->value, val(ix, "process_tree", "runq_wait_seconds"), val(ix, "process_tree", "blocked_seconds"),
+        val(ix, "process_tree", "sched_switches"), val(ix, "process_tree", "sched_wakeups"));
+    if (runq != nullptr && std::isfinite(runq->p50)) {
+      s += fmt::format("  run-queue latency p50 < {:.0f} us  p99 < {:.0f} us", runq->p50 * 1e6, runq->p99 * 1e6);
+    }
+    s += "\n";
+  }
+  if (ix.find("process_tree", "bio_write_bytes") != nullptr) {
+    s += fmt::format("  block    bios read {}  written {}\n", human_bytes(val(ix, "process_tree", "bio_read_bytes")),
+                     human_bytes(val(ix, "process_tree", "bio_write_bytes")));
+  }
+}
+
+template <typename V>
+void system_lines(std::string& s, const std::vector<V>& values, double seconds, bool with_pmc = true) {
   ValueIndex<V> ix(values);
   auto rate = [&](std::string_view f, std::string_view n, const Labels& l = {}) {
     const V* v = ix.find(f, n, l);
     return v == nullptr ? 0.0 : rate_of(*v, seconds);
   };
-  pmc_lines(s, values, seconds);
+  if (with_pmc) pmc_lines(s, values, seconds);
   if (ix.find("cpu", "utilisation_percent", {{"cpu", "all"}}) != nullptr) {
     s += "cpu     ";
     for (const char* mode : {"user", "nice", "system", "iowait", "irq", "softirq", "steal", "idle"}) {
@@ -276,9 +297,15 @@ class TextSink final : public Sink {
                        val(ix, "process_tree", "major_faults"));
       s += fmt::format("  switches voluntary {:.0f}  involuntary {:.0f}\n",
                        val(ix, "process_tree", "voluntary_switches"), val(ix, "process_tree", "involuntary_switches"));
+      tree_kernel_lines(s, ix);
+      // In run and attach the counters count the tree: they are shown with it (energy, which
+      // counts system-wide, comes along).
+      std::string pmc;
+      pmc_lines(pmc, rec.values, rec.seconds);
+      for_each_line(pmc, [&](std::string_view l) { s += "  " + std::string(l) + "\n"; });
       s += "system over the run:\n";
     }
-    system_lines(s, rec.values, rec.seconds);
+    system_lines(s, rec.values, rec.seconds, ix.find("process_tree", "processes_seen") == nullptr);
     generic_lines(s, rec.values);
     for (const auto& [reason, sources] : by_reason(list)) s += fmt::format("not available: {}: {}\n", sources, reason);
     if (info.missed_ticks != 0) s += fmt::format("note: {} sampling ticks were served late\n", info.missed_ticks);
