@@ -20,6 +20,11 @@ const std::set<std::string_view> kLaidOut = {"cpu",          "sched", "memory", 
 
 std::string pct(double v) { return fmt::format("{:.1f}%", v); }
 
+// A histogram quantile (an upper bucket bound, in seconds) in microseconds; "-" when empty.
+std::string below_us(double seconds) {
+  return std::isfinite(seconds) ? fmt::format("< {:.0f} us", seconds * 1e6) : std::string("-");
+}
+
 template <typename V>
 double val(const ValueIndex<V>& ix, std::string_view family, std::string_view name, const Labels& l = {}) {
   const V* v = ix.find(family, name, l);
@@ -87,9 +92,8 @@ void tree_kernel_lines(std::string& s, const ValueIndex<V>& ix) {
         "  sched    on CPU {:.3f} s  run queue {:.3f} s  blocked {:.3f} s  switches {:.0f}  wakeups {:.0f}",
         on_cpu->value, val(ix, "process_tree", "runq_wait_seconds"), val(ix, "process_tree", "blocked_seconds"),
         val(ix, "process_tree", "sched_switches"), val(ix, "process_tree", "sched_wakeups"));
-    if (runq != nullptr && std::isfinite(runq->p50)) {
-      s += fmt::format("  run-queue latency p50 < {:.0f} us  p99 < {:.0f} us", runq->p50 * 1e6, runq->p99 * 1e6);
-    }
+    if (runq != nullptr)
+      s += fmt::format("  run-queue latency p50 {}  p99 {}", below_us(runq->p50), below_us(runq->p99));
     s += "\n";
   }
   if (ix.find("process_tree", "bio_write_bytes") != nullptr) {
@@ -123,20 +127,20 @@ void system_lines(std::string& s, const std::vector<V>& values, double seconds, 
   if (const V* runq = ix.find("scheduler", "runq_latency_seconds")) {
     s += fmt::format(
         "sched    (eBPF) switches {:.0f}/s (voluntary {:.0f}/s, preempted {:.0f}/s)  wakeups {:.0f}/s  "
-        "run-queue latency p50 < {:.0f} us  p99 < {:.0f} us\n",
+        "run-queue latency p50 {}  p99 {}\n",
         rate("scheduler", "context_switches"), rate("scheduler", "voluntary_switches"),
-        rate("scheduler", "involuntary_switches"), rate("scheduler", "wakeups"), runq->p50 * 1e6, runq->p99 * 1e6);
+        rate("scheduler", "involuntary_switches"), rate("scheduler", "wakeups"), below_us(runq->p50),
+        below_us(runq->p99));
   }
   for (const V* lat : ix.all("block_io", "request_latency_seconds")) {
     const std::string& dev = (*lat->labels)[0].second;
     const V* depth = ix.find("block_io", "queue_depth", {{"device", dev}});
     s += fmt::format(
-        "block    {}: read {}/s  write {}/s  {:.0f} requests/s  latency p50 < {:.0f} us  p99 < {:.0f} us"
-        "  queue depth p99 < {:.0f}\n",
-        dev, human_bytes(rate("block_io", "bio_bytes", {{"device", dev}, {"op", "read"}})),
+        "block    {}: read {}/s  write {}/s  {:.0f} requests/s  latency p50 {}  p99 {}  queue depth p99 {}\n", dev,
+        human_bytes(rate("block_io", "bio_bytes", {{"device", dev}, {"op", "read"}})),
         human_bytes(rate("block_io", "bio_bytes", {{"device", dev}, {"op", "write"}})),
-        rate("block_io", "requests", {{"device", dev}}), lat->p50 * 1e6, lat->p99 * 1e6,
-        depth != nullptr ? depth->p99 : 0.0);
+        rate("block_io", "requests", {{"device", dev}}), below_us(lat->p50), below_us(lat->p99),
+        depth != nullptr && std::isfinite(depth->p99) ? fmt::format("< {:.0f}", depth->p99) : std::string("-"));
   }
   if (ix.find("sched", "context_switches") != nullptr) {
     s += fmt::format("sched    switches {:.0f}/s  forks {:.0f}/s", rate("sched", "context_switches"),
