@@ -6,24 +6,6 @@
 
 namespace pm {
 
-std::string_view unit_name(Unit u) {
-  switch (u) {
-    case Unit::kBytes:
-      return "bytes";
-    case Unit::kSeconds:
-      return "seconds";
-    case Unit::kJoules:
-      return "joules";
-    case Unit::kCelsius:
-      return "celsius";
-    case Unit::kPercent:
-      return "percent";
-    case Unit::kNone:
-      break;
-  }
-  return "";
-}
-
 double log2_quantile(const std::vector<uint64_t>& buckets, double q, double base) {
   uint64_t total = 0;
   for (uint64_t b : buckets) total += b;

@@ -51,8 +51,6 @@ struct RatioRule {
   double scale = 1;
 };
 
-std::string_view unit_name(Unit u);
-
 // The q-quantile (0..1) of a log2 histogram, as the upper bound of the bucket it falls in
 // (bucket i holds values below base * 2^i); NaN when the histogram is empty.
 double log2_quantile(const std::vector<uint64_t>& buckets, double q, double base);

@@ -205,7 +205,6 @@ Result<std::string_view> ProcessTree::read_kept(UniqueFd& fd, const std::string&
 }
 
 ProcessTree::ReadResult ProcessTree::read_member(Member& m, Detail detail) {
-  ++reads_;
   std::string base = proc_ + "/" + std::to_string(m.pid) + "/";
   auto stat_text = read_kept(m.stat_fd, base + "stat");
   if (!stat_text) {

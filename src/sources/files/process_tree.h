@@ -47,11 +47,7 @@ class ProcessTree final : public Source {
   // Why some figures are left out (files we may not read), empty when none are.
   [[nodiscard]] const std::string& denied() const { return denied_; }
 
-  [[nodiscard]] bool contains(int pid) const { return members_.count(pid) != 0; }
   [[nodiscard]] size_t live() const { return members_.size(); }
-  [[nodiscard]] uint64_t seen() const { return seen_; }
-  // Processes read per collect(), for the benchmark's cost per process.
-  [[nodiscard]] uint64_t reads() const { return reads_; }
 
  private:
   // Figures the kernel folds into the reaping parent (seconds and counts, inclusive of children).
@@ -106,7 +102,6 @@ class ProcessTree final : public Source {
   std::string denied_;
   bool io_denied_ = false, smaps_denied_ = false;
   uint64_t seen_ = 0;
-  uint64_t reads_ = 0;
   double tick_seconds_;
   double page_size_;
   std::vector<int> scratch_;
