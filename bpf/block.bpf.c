@@ -12,12 +12,23 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+// Per-CPU counters and histograms per device, allocated at a device's first I/O.
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(max_entries, PM_MAX_DEVICES);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u32);
+  __type(value, struct pm_dev_stats);
+} devices SEC(".maps");
+
+// Requests in flight per device: the one figure that cannot be per CPU (a request may complete
+// on another CPU than the one that issued it), so it is shared and updated atomically.
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, PM_MAX_DEVICES);
   __type(key, __u32);
-  __type(value, struct pm_dev_stats);
-} devices SEC(".maps");
+  __type(value, __s64);
+} inflight SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -47,6 +58,14 @@ static __always_inline struct pm_dev_stats *stats_of(__u32 dev) {
   return bpf_map_lookup_elem(&devices, &dev);
 }
 
+static __always_inline __s64 *inflight_of(__u32 dev) {
+  __s64 *n = bpf_map_lookup_elem(&inflight, &dev);
+  if (n) return n;
+  __s64 zero = 0;
+  bpf_map_update_elem(&inflight, &dev, &zero, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&inflight, &dev);
+}
+
 // REQ_OP_READ is 0 and REQ_OP_WRITE 1 in the low bits of the op flags; other ops (flush,
 // discard) are neither and are not counted as data.
 static __always_inline int op_index(__u32 opf) {
@@ -60,8 +79,8 @@ static __always_inline int on_bio_queue(struct bio *bio) {
   __u64 bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
   struct pm_dev_stats *s = stats_of(disk_dev(BPF_CORE_READ(bio, bi_bdev, bd_disk)));
   if (s) {
-    __sync_fetch_and_add(&s->bio_bytes[dir & 1], bytes);
-    __sync_fetch_and_add(&s->bios[dir & 1], 1);
+    s->bio_bytes[dir & 1] += bytes;
+    s->bios[dir & 1]++;
   }
   if (tgid_in_tree(bpf_get_current_pid_tgid() >> 32)) {
     __u32 zero = 0;
@@ -75,12 +94,14 @@ static __always_inline int on_bio_queue(struct bio *bio) {
 }
 
 static __always_inline int on_rq_issue(struct request *rq) {
-  struct pm_dev_stats *s = stats_of(disk_dev(BPF_CORE_READ(rq, q, disk)));
+  __u32 dev = disk_dev(BPF_CORE_READ(rq, q, disk));
+  struct pm_dev_stats *s = stats_of(dev);
   if (!s) return 0;
-  __sync_fetch_and_add(&s->requests, 1);
-  __s64 depth = __sync_fetch_and_add(&s->inflight, 1) + 1;
+  s->requests++;
+  __s64 *n = inflight_of(dev);
+  __s64 depth = n ? __sync_fetch_and_add(n, 1) + 1 : 1;
   __u32 b = PM_BUCKET(log2_bucket(depth > 0 ? (__u64)depth : 0), PM_QD_BUCKETS);
-  __sync_fetch_and_add(&s->qd_hist[b], 1);
+  s->qd_hist[b]++;
   __u64 key = (__u64)rq, now = bpf_ktime_get_ns();
   bpf_map_update_elem(&issued, &key, &now, BPF_ANY);
   return 0;
@@ -92,13 +113,15 @@ static __always_inline int on_rq_complete(struct request *rq) {
   if (!at) return 0;  // issued before we attached, or the map was full
   __u64 lat = bpf_ktime_get_ns() - *at;
   bpf_map_delete_elem(&issued, &key);
-  struct pm_dev_stats *s = stats_of(disk_dev(BPF_CORE_READ(rq, q, disk)));
+  __u32 dev = disk_dev(BPF_CORE_READ(rq, q, disk));
+  __s64 *n = bpf_map_lookup_elem(&inflight, &dev);
+  if (n) __sync_fetch_and_add(n, -1);
+  struct pm_dev_stats *s = stats_of(dev);
   if (!s) return 0;
-  __sync_fetch_and_add(&s->inflight, -1);
-  __sync_fetch_and_add(&s->lat_count, 1);
-  __sync_fetch_and_add(&s->lat_ns, lat);
+  s->lat_count++;
+  s->lat_ns += lat;
   __u32 b = PM_BUCKET(log2_bucket(in_hist_units(lat)), PM_LAT_BUCKETS);
-  __sync_fetch_and_add(&s->lat_hist[b], 1);
+  s->lat_hist[b]++;
   return 0;
 }
 

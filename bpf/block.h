@@ -11,12 +11,12 @@
 #define PM_MAX_DEVICES 256
 #define PM_MAX_INFLIGHT 65536
 
-/* dev is the whole disk's device number, major << 20 | minor (the kernel's own encoding). */
+/* Per device and per CPU (user space sums the CPUs). dev is the whole disk's device number,
+ * major << 20 | minor (the kernel's own encoding). */
 struct pm_dev_stats {
   __u64 bio_bytes[2];  /* submitted bios, [0] read, [1] write */
   __u64 bios[2];
   __u64 requests;      /* requests issued to the driver */
-  __s64 inflight;      /* issued, not yet completed */
   __u64 lat_count;     /* completed requests with a measured latency */
   __u64 lat_ns;
   __u64 lat_hist[PM_LAT_BUCKETS];

@@ -20,7 +20,8 @@ static __always_inline bool tgid_in_tree(__u32 tgid) {
   return track_tree && bpf_map_lookup_elem(&targets, &tgid) != 0;
 }
 
-static __always_inline bool in_tree(struct task_struct *t) { return tgid_in_tree(BPF_CORE_READ(t, tgid)); }
+// track_tree is tested before the task is read: system-wide, the hot paths read nothing.
+static __always_inline bool in_tree(struct task_struct *t) { return track_tree && tgid_in_tree(BPF_CORE_READ(t, tgid)); }
 
 static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child) {
   if (!in_tree(parent)) return 0;

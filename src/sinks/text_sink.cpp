@@ -119,7 +119,7 @@ void system_lines(std::string& s, const std::vector<V>& values, double seconds, 
     for (const V* v : ix.all("cpu", "utilisation_percent")) {
       const std::string& cpu = (*v->labels)[0].second;
       if (cpu == "all" || (*v->labels)[1].second != "idle") continue;
-      double busy = 100 - v->value - val(ix, "cpu", "utilisation_percent", {{"cpu", cpu}, {"mode", "iowait"}});
+      double busy = std::max(0.0, 100 - v->value - val(ix, "cpu", "utilisation_percent", {{"cpu", cpu}, {"mode", "iowait"}}));
       s += fmt::format(" cpu{} {}", cpu, pct(busy));
     }
     s += " busy\n";

@@ -76,6 +76,18 @@ std::map<__u32, std::string> disk_names() {
   return names;
 }
 
+void add_stats(pm_dev_stats& sum, const pm_dev_stats& c) {
+  for (int op = 0; op < 2; ++op) {
+    sum.bio_bytes[op] += c.bio_bytes[op];
+    sum.bios[op] += c.bios[op];
+  }
+  sum.requests += c.requests;
+  sum.lat_count += c.lat_count;
+  sum.lat_ns += c.lat_ns;
+  for (int i = 0; i < PM_LAT_BUCKETS; ++i) sum.lat_hist[i] += c.lat_hist[i];
+  for (int i = 0; i < PM_QD_BUCKETS; ++i) sum.qd_hist[i] += c.qd_hist[i];
+}
+
 }  // namespace
 
 struct BlockSource::Impl {
@@ -84,6 +96,7 @@ struct BlockSource::Impl {
   bool track_tree = false;
   std::map<__u32, std::string> names = disk_names();
   std::vector<pm_tree_io> tree;
+  std::vector<pm_dev_stats> per_cpu;  // one device's slots, one per possible CPU
 };
 
 BlockSource::BlockSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -102,6 +115,7 @@ Result<std::unique_ptr<BlockSource>> make_block_source(const TreeTarget& target)
 void BlockSource::collect(Samples& out) {
   Impl& m = *impl_;
   int fd = bpf_map__fd(m.skel->maps.devices);
+  m.per_cpu.resize(static_cast<size_t>(libbpf_num_possible_cpus()));
   // Every disk is reported from the start, with zeros until its first I/O: a series that
   // appeared with its first I/O already counted would lose that I/O from the run's total.
   std::map<__u32, pm_dev_stats> stats;
@@ -111,8 +125,10 @@ void BlockSource::collect(Samples& out) {
   while (bpf_map_get_next_key(fd, prev, &next) == 0) {
     key = next;
     prev = &key;
-    pm_dev_stats s{};
-    if (bpf_map_lookup_elem(fd, &key, &s) == 0) stats[key] = s;
+    if (bpf_map_lookup_elem(fd, &key, m.per_cpu.data()) != 0) continue;
+    pm_dev_stats& sum = stats[key];
+    sum = pm_dev_stats{};
+    for (const pm_dev_stats& c : m.per_cpu) add_stats(sum, c);
   }
   double events = 0, bytes = 0;
   for (const auto& [devno, s] : stats) {
