@@ -17,6 +17,7 @@ packages=(
   clang llvm                         # compiling the eBPF programs (bpf/*.bpf.c)
   bpftool                            # vmlinux.h from the kernel's BTF, and the skeletons
   libbpf-dev libelf-dev zlib1g-dev   # loading the eBPF programs (libbpf and what it links)
+  liblzma-dev                        # probes: symbols in the xz-compressed .gnu_debugdata
 )
 
 if [ "${1:-}" = bench ]; then

@@ -26,6 +26,8 @@
 #include "sources/files/system_sources.h"
 #include "sources/kernel/block_source.h"
 #include "sources/kernel/scheduler_source.h"
+#include "sources/probes/probe_source.h"
+#include "sources/probes/symbols.h"
 
 namespace pm {
 namespace {
@@ -87,6 +89,7 @@ class Monitor {
     } else {
       open_counters({});
       open_kernel_sources({});
+      open_probes({}, "");
       baseline();
     }
     if (int rc = start_timers(); rc != 0) {
@@ -155,6 +158,36 @@ class Monitor {
     add_source("energy", make_powercap_source(FsRoots{}), false, ", and no power PMU event counts");
   }
 
+  // Application probes: the --probe functions, and the target's request annotations (USDT
+  // perf_monitor:request_begin/end) when its executable has them.
+  void open_probes(TreeTarget tree, const std::string& exe) {
+    std::string usdt = !exe.empty() && probes::has_usdt_provider(exe, "perf_monitor") ? exe : "";
+    if (cfg_.probes.empty() && usdt.empty()) return;
+    ProbeTarget target{std::move(tree), {}, usdt};
+    for (const ProbeSpec& p : cfg_.probes) {
+      auto r = probes::resolve_probe(p);  // checked at start-up; a binary replaced since fails here
+      if (!r) {
+        unavailable_.push_back({"probe", r.error().message});
+        return;
+      }
+      target.probes.push_back(std::move(*r));
+    }
+    auto src = make_probe_source(target);
+    if (!src) {
+      unavailable_.push_back({"probe", src.error().message});
+      return;
+    }
+    probes_ = src->get();
+    probes_->on_span([this](const Span& sp) { sink_->span(sp); });
+    // Spans are handed on as they come, a bounded number per wake-up.
+    if (auto st = loop_->add_fd(probes_->ring_fd(), [this] { probes_->drain(kSpansPerWake); }); !st) {
+      unavailable_.push_back({"probe", st.error().message});
+      probes_ = nullptr;
+      return;
+    }
+    fast_.push_back(std::move(*src));
+  }
+
   // Counters start here; then every source is read at its rhythm.
   void baseline() {
     Samples s, slow;
@@ -211,6 +244,8 @@ class Monitor {
     // Inherited by everything the command forks, enabled by its exec: nothing before counts.
     open_counters({{root_}, /*enable_on_exec=*/true});
     open_kernel_sources({true, {root_}});
+    auto exe = probes::find_binary(target_.command[0]);  // as exec will find it
+    open_probes({true, {root_}}, exe ? *exe : "");
     baseline();
     return child;
   }
@@ -254,6 +289,7 @@ class Monitor {
     }
     open_counters({tids, false});
     open_kernel_sources({true, tree_->pids()});
+    open_probes({true, tree_->pids()}, "/proc/" + std::to_string(root_) + "/exe");
     baseline();
     return -1;
   }
@@ -412,6 +448,7 @@ class Monitor {
     info_.command = target_.command;
     info_.missed_ticks = loop_->missed_ticks();
     if (info_.end_reason.empty()) info_.end_reason = "interrupted";
+    if (probes_ != nullptr) info_.slowest_requests = probes_->slowest_requests();
     sink_->summary(agg_.summary(now), info_, unavailable_);
     if (target_.mode == Mode::kRun) return info_.exit_code.value_or(kExitFailure);
     return 0;
@@ -438,6 +475,8 @@ class Monitor {
   bool tree_in_step_ = false;
   bool counters_in_step_ = false;
   std::unique_ptr<counters::CountersSource> counters_;
+  ProbeSource* probes_ = nullptr;  // owned by fast_
+  static constexpr size_t kSpansPerWake = 4096;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "core/duration.h"
 #include "core/version.h"
 #include "sources/counters/event_catalogue.h"
+#include "sources/probes/symbols.h"
 
 namespace pm {
 namespace {
@@ -20,6 +21,15 @@ Examples:
   perf-monitor attach --pid 1234            follow a running process tree until it exits
   perf-monitor list                         which sources work on this host, and why not
   perf-monitor --config perf-monitor.toml   settings from a file; flags override it
+  perf-monitor run --probe ./shop:process_request:arg1 -- ./shop
+                                            each call of process_request: latency, and what
+                                            the kernel did to it; its first argument is the
+                                            request ID (the slowest requests are listed)
+  perf-monitor run --probe 'app:shop::Cart::add(int)' --probe libc.so.6:malloc -- ./app
+                                            a C++ overload by its parameters; a library function
+
+Requests an application marks with PERF_MONITOR_REQUEST_BEGIN/END (include/perf-monitor/
+annotate.h) are followed by default in run and attach.
 
 Exit status: the command's own in `run` (128+N when killed by signal N), 127 when it cannot
 be found, 126 when it cannot be executed, 2 for usage errors, 1 for other failures.
@@ -43,6 +53,7 @@ Invocation parse_command_line(int argc, char** argv) {
   app.require_subcommand(0, 1);
 
   std::string format, output, interval, duration, config_path, tree_interval, events;
+  std::vector<std::string> probe_texts;
   auto add_common = [&](CLI::App* a) {
     a->add_option("-f,--format", format, "Output format: text (default) or json (JSON Lines)")
         ->check(CLI::IsMember({"text", "json"}));
@@ -56,6 +67,12 @@ Invocation parse_command_line(int argc, char** argv) {
                   "r01c2, cpu/event=0x2e,umask=0x41/, power/energy-pkg/ ... (see `perf-monitor list`)");
     a->add_option("--tree-interval", tree_interval,
                   "How often the process tree is read (default 100ms in run, the interval in attach)");
+    a->add_option("--probe", probe_texts,
+                  "Probe a function: BINARY:FUNCTION[:argN] (repeatable). FUNCTION is a C name, a C++ name "
+                  "(ns::Class::method, optionally with its parameter list) or a mangled one; :argN takes the "
+                  "request ID from integer argument N (1-6)")
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   };
   add_common(&app);
 
@@ -131,6 +148,16 @@ Invocation parse_command_line(int argc, char** argv) {
     for (const std::string& name : c.pmc_events) {
       if (auto spec = catalogue.parse(name); !spec) return fail("[pmc] events: " + spec.error().message);
     }
+  }
+
+  // Probes are found now, so an unknown binary or symbol is a usage error before anything starts.
+  for (const std::string& text : probe_texts) {
+    auto spec = probes::parse_probe_spec(text);
+    if (!spec) return fail(spec.error().message);
+    c.probes.push_back(*spec);
+  }
+  for (const ProbeSpec& p : c.probes) {
+    if (auto r = probes::resolve_probe(p); !r) return fail("--probe: " + r.error().message);
   }
 
   if (run->parsed()) {

@@ -147,6 +147,7 @@ IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {
         v.value = s.last - s.at_close;
         v.buckets = bucket_delta(s.last_buckets, s.close_buckets);
         v.p50 = log2_quantile(v.buckets, 0.5, s.desc->bucket_base);
+        v.p90 = log2_quantile(v.buckets, 0.9, s.desc->bucket_base);
         v.p99 = log2_quantile(v.buckets, 0.99, s.desc->bucket_base);
         break;
     }
@@ -181,6 +182,7 @@ SummaryRecord Aggregator::summary(MonoClock::time_point now) const {
     if (s.desc->kind == MetricKind::kHistogram) {
       v.buckets = bucket_delta(s.last_buckets, s.first_buckets);
       v.p50 = log2_quantile(v.buckets, 0.5, s.desc->bucket_base);
+      v.p90 = log2_quantile(v.buckets, 0.9, s.desc->bucket_base);
       v.p99 = log2_quantile(v.buckets, 0.99, s.desc->bucket_base);
     }
     rec.values.push_back(std::move(v));

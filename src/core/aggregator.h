@@ -22,7 +22,7 @@ struct IntervalValue {
   double rate = 0;                 // counter: delta per second
   double min = 0, max = 0;         // gauge: extrema of the observations in the interval
   std::vector<uint64_t> buckets;   // histogram: counts added in the interval
-  double p50 = 0, p99 = 0;         // histogram: quantiles of the interval's values
+  double p50 = 0, p90 = 0, p99 = 0;  // histogram: quantiles of the interval's values
   bool derived = false;            // a ratio the core computed (RatioRule)
 };
 
@@ -38,7 +38,7 @@ struct SummaryValue {
   double value = 0;         // counter: total over the run; gauge: last value; ratio: over the run
   double min = 0, max = 0;  // gauge: extrema over every observation of the run; NaN if never observed
   std::vector<uint64_t> buckets;
-  double p50 = 0, p99 = 0;  // histogram: quantiles over the run
+  double p50 = 0, p90 = 0, p99 = 0;  // histogram: quantiles over the run
   bool derived = false;     // a ratio the core computed (RatioRule)
 };
 

@@ -38,6 +38,15 @@ class Section {
 
   Status get(std::string_view key, bool& out) const { return get_as<bool>(key, "true or false", out); }
   Status get(std::string_view key, std::string& out) const { return get_as<std::string>(key, "a string", out); }
+  Status get_int(std::string_view key, int64_t lo, int64_t hi, int& out) const {
+    const toml::node* n = table_.get(key);
+    if (n == nullptr) return {};
+    auto v = n->value_exact<int64_t>();
+    std::string range = "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+    if (!v || *v < lo || *v > hi) return type_error(key, *n, range.c_str());
+    out = static_cast<int>(*v);
+    return {};
+  }
 
   Status get_seconds(std::string_view key, Duration& out) const {
     const toml::node* n = table_.get(key);
@@ -192,10 +201,16 @@ Status apply_toml(std::string_view text, std::string_view origin, Config& config
       }
       for (const toml::node& p : *arr) {
         Section s(origin, "[probes]", *p.as_table());
-        PM_TRY(s.check_keys({"binary", "function"}));
+        PM_TRY(s.check_keys({"binary", "function", "request_id_arg"}));
         ProbeSpec spec;
         PM_TRY(s.get("binary", spec.binary));
         PM_TRY(s.get("function", spec.function));
+        PM_TRY(s.get_int("request_id_arg", 1, 6, spec.arg));
+        if (spec.binary.empty() || spec.function.empty()) {
+          return make_error(Errc::kInvalidArgument, where(origin, p.source()) +
+                                                        ": [[probes]] needs binary and function, e.g. binary = "
+                                                        "\"./app\" and function = \"process_request\"");
+        }
         config.probes.push_back(std::move(spec));
       }
       continue;

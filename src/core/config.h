@@ -15,8 +15,11 @@ namespace pm {
 
 enum class OutputFormat { kText, kJson };
 
+// An application probe: `--probe BINARY:FUNCTION[:argN]` or a [[probes]] table.
 struct ProbeSpec {
-  std::string binary, function;
+  std::string binary;    // a path, a command on PATH, or a library name (libc.so.6)
+  std::string function;  // C, C++ (demangled, optionally with parameters) or mangled name
+  int arg = 0;           // 1..6: the integer argument that carries the request ID; 0: none
 };
 
 struct Config {

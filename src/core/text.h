@@ -1,6 +1,7 @@
 // Small non-throwing helpers for reading kernel text files: numbers and whitespace fields.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -51,6 +52,22 @@ inline std::string_view next_field(std::string_view& s) {
 
 // A sysfs CPU list: "0", "0,28", "0-3,8-11" (surrounding whitespace allowed); nullopt when
 // malformed. The bound keeps a corrupt file from allocating without limit.
+// Levenshtein distance: how "did you mean" suggestions are ranked.
+inline size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
 inline std::optional<std::vector<int>> parse_cpu_list(std::string_view s) {
   std::vector<int> cpus;
   s = trim(s);

@@ -1,6 +1,7 @@
 #include "sinks/format.h"
 
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -19,13 +20,20 @@ std::string human_bytes(double bytes) {
   return u == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.1f} {}", v, kUnits[u]);
 }
 
-std::string iso8601(WallClock::time_point t) {
+std::string iso8601(WallClock::time_point t, bool micros) {
   std::time_t tt = WallClock::to_time_t(t);
   std::tm tm{};
   ::gmtime_r(&tt, &tm);
   char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::string s = buf;
+  if (micros) {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count() % 1000000;
+    char frac[16];
+    std::snprintf(frac, sizeof frac, ".%06lld", static_cast<long long>(us < 0 ? us + 1000000 : us));
+    s += frac;
+  }
+  return s + "Z";
 }
 
 std::string labels_text(const Labels& labels) {

@@ -10,7 +10,7 @@
 namespace pm {
 
 std::string human_bytes(double bytes);          // "256.0 MiB"
-std::string iso8601(WallClock::time_point t);   // "2026-06-20T02:23:15Z"
+std::string iso8601(WallClock::time_point t, bool micros = false);  // "2026-06-20T02:23:15Z" (.123456)
 std::string labels_text(const Labels& labels);  // "cpu=0,mode=user"
 // The key of a metric in the run summary: its summary_key, else "<family>_<name>".
 std::string summary_key(const MetricDesc& d);

@@ -1,4 +1,5 @@
-// JSON Lines: one object per interval ("type": "interval") and a final "type": "summary" object.
+// JSON Lines: one object per interval ("type": "interval"), one per finished probed call or
+// request ("type": "span"), and a final "type": "summary" object.
 // Metrics are grouped by family; labels nest in their declared order. docs/json-schema.md has the
 // schema.
 #include <cmath>
@@ -27,9 +28,29 @@ Json histogram(const V& v) {
   return Json{{"count", count},
               {"sum", number(v.value)},
               {"p50", number(v.p50)},
+              {"p90", number(v.p90)},
               {"p99", number(v.p99)},
               {"bucket_base", v.desc->bucket_base},
               {"buckets", v.buckets}};
+}
+
+// Seconds to the nanosecond: spans are measured in ns.
+double ns_exact(double seconds) { return std::round(seconds * 1e9) / 1e9; }
+
+Json span_json(const Span& sp) {
+  Json j{{"function", sp.function}, {"pid", sp.pid}, {"tid", sp.tid}};
+  if (sp.request_id) j["request_id"] = *sp.request_id;
+  j["start"] = iso8601(sp.start, true);
+  j["latency_s"] = ns_exact(sp.seconds);
+  j["on_cpu_s"] = ns_exact(sp.on_cpu_seconds);
+  j["runq_s"] = ns_exact(sp.runq_seconds);
+  j["blocked_s"] = ns_exact(sp.blocked_seconds);
+  j["voluntary_switches"] = sp.voluntary_switches;
+  j["involuntary_switches"] = sp.involuntary_switches;
+  j["bio_read_bytes"] = sp.bio_read_bytes;
+  j["bio_write_bytes"] = sp.bio_write_bytes;
+  j["page_faults"] = sp.page_faults;
+  return j;
 }
 
 // family -> name -> label values... -> value
@@ -51,6 +72,12 @@ class JsonSink final : public Sink {
       Json value = v.desc->kind == MetricKind::kHistogram ? histogram(v) : number(v.value);
       place(j, *v.desc, *v.labels, std::move(value));
     }
+    emit(j);
+  }
+
+  void span(const Span& sp) override {
+    Json j{{"type", "span"}};
+    j.update(span_json(sp));
     emit(j);
   }
 
@@ -77,6 +104,11 @@ class JsonSink final : public Sink {
       } else {
         j[summary_key(d)] = d.kind == MetricKind::kHistogram ? histogram(v) : number(v.value);
       }
+    }
+    if (!info.slowest_requests.empty()) {
+      Json slow = Json::array();
+      for (const Span& sp : info.slowest_requests) slow.push_back(span_json(sp));
+      j["slowest_requests"] = std::move(slow);
     }
     Json unavailable = Json::object();
     for (const Unavailable& u : list) unavailable[u.source] = u.reason;

@@ -10,6 +10,7 @@
 #include "core/aggregator.h"
 #include "core/config.h"
 #include "core/source.h"
+#include "core/span.h"
 
 namespace pm {
 
@@ -23,6 +24,7 @@ struct RunInfo {
   std::string end_reason;            // "exited", "interrupted", "duration"
   uint64_t missed_ticks = 0;         // timer expirations the loop served late
   uint64_t proc_event_overruns = 0;  // fork/exit notifications the kernel dropped
+  std::vector<Span> slowest_requests;  // probes: the slowest spans with their own request ID
 };
 
 class Sink {
@@ -31,6 +33,8 @@ class Sink {
   // The sources that could not start, once, before the first interval.
   virtual void unavailable(const std::vector<Unavailable>& list) = 0;
   virtual void interval(const IntervalRecord& rec) = 0;
+  // A finished call of a probed function, or a request (as it arrives, between intervals).
+  virtual void span(const Span& /*span*/) {}
   virtual void summary(const SummaryRecord& rec, const RunInfo& info, const std::vector<Unavailable>& list) = 0;
 };
 

@@ -16,7 +16,7 @@ namespace pm {
 namespace {
 
 const std::set<std::string_view> kLaidOut = {"cpu",          "sched", "memory", "pressure",  "numa",    "thermal",
-                                             "process_tree", "pmc",   "energy", "scheduler", "block_io"};
+                                             "process_tree", "pmc",   "energy", "scheduler", "block_io", "probe"};
 
 std::string pct(double v) { return fmt::format("{:.1f}%", v); }
 
@@ -24,6 +24,17 @@ std::string pct(double v) { return fmt::format("{:.1f}%", v); }
 std::string below_us(double seconds) {
   return std::isfinite(seconds) ? fmt::format("< {:.0f} us", seconds * 1e6) : std::string("-");
 }
+
+// A time for people: "850 ns", "42 us", "3.1 ms", "182 ms", "2.50 s".
+std::string human_time(double seconds) {
+  if (!std::isfinite(seconds)) return "-";
+  double a = std::fabs(seconds);
+  if (a < 1e-6) return fmt::format("{:.0f} ns", seconds * 1e9);
+  if (a < 1e-3) return fmt::format("{:.{}f} us", seconds * 1e6, a < 1e-5 ? 1 : 0);
+  if (a < 1) return fmt::format("{:.{}f} ms", seconds * 1e3, a < 1e-2 ? 1 : 0);
+  return fmt::format("{:.2f} s", seconds);
+}
+std::string below(double seconds) { return std::isfinite(seconds) ? "< " + human_time(seconds) : std::string("-"); }
 
 template <typename V>
 double val(const ValueIndex<V>& ix, std::string_view family, std::string_view name, const Labels& l = {}) {
@@ -100,6 +111,64 @@ void tree_kernel_lines(std::string& s, const ValueIndex<V>& ix) {
     s += fmt::format("  block    bios read {}  written {}\n", human_bytes(val(ix, "process_tree", "bio_read_bytes")),
                      human_bytes(val(ix, "process_tree", "bio_write_bytes")));
   }
+}
+
+// Application probes: one line per function (interval: per second; summary: a table).
+void probe_interval_lines(std::string& s, const std::vector<IntervalValue>& values) {
+  ValueIndex<IntervalValue> ix(values);
+  for (const IntervalValue* calls : ix.all("probe", "calls")) {
+    const Labels& l = *calls->labels;
+    const IntervalValue* lat = ix.find("probe", "latency_seconds", l);
+    double busy = lat != nullptr && lat->value > 0 ? 100 / lat->value : 0;  // shares of the calls' time
+    s += fmt::format("probe    {}: {:.0f} calls/s  latency p50 {}  p99 {}  on CPU {}  run queue {}  blocked {}\n",
+                     l[0].second, calls->rate, lat ? below(lat->p50) : "-", lat ? below(lat->p99) : "-",
+                     pct(busy * val(ix, "probe", "on_cpu_seconds", l)), pct(busy * val(ix, "probe", "runq_seconds", l)),
+                     pct(busy * val(ix, "probe", "blocked_seconds", l)));
+  }
+}
+
+void probe_summary_lines(std::string& s, const std::vector<SummaryValue>& values, const RunInfo& info) {
+  ValueIndex<SummaryValue> ix(values);
+  auto functions = ix.all("probe", "calls");
+  if (functions.empty()) return;
+  s += fmt::format("probes   {:<24} {:>8} {:>9} {:>9} {:>9} {:>9}  {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}\n", "function",
+                   "calls", "p50", "p90", "p99", "max", "on CPU", "run queue", "blocked", "switches", "written",
+                   "faults");
+  s += fmt::format("         {:<24} {:>8} {:>9} {:>9} {:>9} {:>9}  {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}\n", "",
+                   "", "", "", "", "", "per call", "per call", "per call", "per call", "per call", "/call");
+  for (const SummaryValue* calls : functions) {
+    const Labels& l = *calls->labels;
+    const SummaryValue* lat = ix.find("probe", "latency_seconds", l);
+    const SummaryValue* max = ix.find("probe", "latency_max_seconds", l);
+    double n = calls->value;
+    auto per = [&](std::string_view name) { return n > 0 ? val(ix, "probe", name, l) / n : 0.0; };
+    s += fmt::format("         {:<24} {:>8.0f} {:>9} {:>9} {:>9} {:>9}  {:>9} {:>9} {:>9} {:>9.1f} {:>9} {:>7.1f}\n",
+                     l[0].second, n, lat ? below(lat->p50) : "-", lat ? below(lat->p90) : "-",
+                     lat ? below(lat->p99) : "-", max && n > 0 ? human_time(max->value) : "-",
+                     human_time(per("on_cpu_seconds")), human_time(per("runq_seconds")),
+                     human_time(per("blocked_seconds")), per("voluntary_switches") + per("involuntary_switches"),
+                     human_bytes(per("bio_write_bytes")), per("page_faults"));
+    double open = val(ix, "probe", "open_at_exit", l) + val(ix, "probe", "in_progress", l);
+    if (open > 0) s += fmt::format("         {:<24} {:.0f} calls never returned (thread exited, or still open)\n", "", open);
+  }
+  for (const Span& r : info.slowest_requests) {
+    s += fmt::format(
+        "  request {}: {} = {} on CPU + {} blocked + {} run queue; {} written, {} read; {} switches; {} faults ({}, pid "
+        "{} tid {})\n",
+        r.request_id.value_or(0), human_time(r.seconds), human_time(r.on_cpu_seconds), human_time(r.blocked_seconds),
+        human_time(r.runq_seconds), human_bytes(static_cast<double>(r.bio_write_bytes)),
+        human_bytes(static_cast<double>(r.bio_read_bytes)), r.voluntary_switches + r.involuntary_switches,
+        r.page_faults, r.function, r.pid, r.tid);
+  }
+  std::string lost;
+  for (auto [name, what] : {std::pair{"spans_dropped", "spans dropped (ring buffer full)"},
+                            std::pair{"too_deep", "calls nested too deep to time"},
+                            std::pair{"untracked_threads", "calls not followed (too many threads)"},
+                            std::pair{"unmatched", "returns without their call (begun before attaching)"}}) {
+    double v = val(ix, "probe", name);
+    if (v > 0) lost += fmt::format("{}{:.0f} {}", lost.empty() ? "" : ", ", v, what);
+  }
+  if (!lost.empty()) s += "  note: " + lost + "\n";
 }
 
 template <typename V>
@@ -249,6 +318,7 @@ class TextSink final : public Sink {
           human_bytes(val(ix, "process_tree", "pss_bytes")), human_bytes(rate("io_read_bytes")),
           human_bytes(rate("io_write_bytes")), rate("voluntary_switches") + rate("involuntary_switches"));
     }
+    probe_interval_lines(s, rec.values);
     system_lines(s, rec.values, rec.seconds);
     generic_lines(s, rec.values);
     write(s);
@@ -307,8 +377,9 @@ class TextSink final : public Sink {
       std::string pmc;
       pmc_lines(pmc, rec.values, rec.seconds);
       for_each_line(pmc, [&](std::string_view l) { s += "  " + std::string(l) + "\n"; });
-      s += "system over the run:\n";
     }
+    probe_summary_lines(s, rec.values, info);
+    if (ix.find("process_tree", "processes_seen") != nullptr) s += "system over the run:\n";
     system_lines(s, rec.values, rec.seconds, ix.find("process_tree", "processes_seen") == nullptr);
     generic_lines(s, rec.values);
     for (const auto& [reason, sources] : by_reason(list)) s += fmt::format("not available: {}: {}\n", sources, reason);

@@ -1,6 +1,7 @@
 // Loading a bpftool skeleton the way every kernel source here does: tp_btf programs where the
 // kernel has BTF, else the raw_tp twins (programs are named btf_* and raw_*, and autoload is
-// switched off for the pair not used); the fork hook only when the target tree is followed;
+// switched off for the pair not used; other programs are attached by their source); the fork
+// hook only when the target tree is followed;
 // the tree's processes seeded into the `targets` map before attaching.
 #pragma once
 
@@ -47,7 +48,9 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
     std::string_view name = bpf_program__name(prog);
-    bool family = name.substr(0, 4) == (btf ? "btf_" : "raw_");
+    // Programs of neither family (uprobes, USDT) are attached by hand, and always loaded.
+    bool twin = name.starts_with("btf_") || name.starts_with("raw_");
+    bool family = !twin || name.substr(0, 4) == (btf ? "btf_" : "raw_");
     bool needed = target.track_tree || !name.ends_with("_fork");  // nothing to follow: no fork hook
     bpf_program__set_autoload(prog, family && needed);
   }
@@ -74,7 +77,9 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
 
 template <typename Skel>
 Result<LoadedSkeleton<Skel>> load_skeleton(const std::string& what, const TreeTarget& target) {
-  libbpf_set_print(nullptr);  // libbpf's own chatter would break the one-line error rule
+  // libbpf's own chatter would break the one-line error rule; PERF_MONITOR_BPF_DEBUG=1 keeps it
+  // (the verifier's log, when it refuses a program).
+  if (std::getenv("PERF_MONITOR_BPF_DEBUG") == nullptr) libbpf_set_print(nullptr);
   // PERF_MONITOR_BPF_ATTACH=raw_tp forces the fallback (to check it on a kernel that would not
   // need it).
   const char* force = std::getenv("PERF_MONITOR_BPF_ATTACH");

@@ -1,0 +1,82 @@
+/* Shared between probe.bpf.c and the user side: fixed-width types and limits only. */
+#ifndef PERF_MONITOR_BPF_PROBE_H
+#define PERF_MONITOR_BPF_PROBE_H
+
+#include "tree.h"
+
+#define PM_MAX_FUNCS 64      /* probed functions; index PM_REQUEST_FUNC is the USDT request */
+#define PM_REQUEST_FUNC (PM_MAX_FUNCS - 1)
+#define PM_MAX_DEPTH 16      /* nested probed calls kept per thread; deeper ones are counted */
+#define PM_MAX_THREADS 16384 /* threads inside a probed call at once */
+#define PM_CALL_BUCKETS 64   /* log2 ns: bucket i counts latencies < 2^i ns */
+#define PM_SPAN_RING_BYTES (4 << 20)
+
+/* The kernel's side of a call, as a difference between its end and its start. */
+enum pm_kside {
+  PM_ON_CPU_NS,
+  PM_RUNQ_NS,     /* runnable, waiting for a CPU */
+  PM_BLOCKED_NS,  /* blocked until woken */
+  PM_VOLUNTARY,   /* switches out while blocking */
+  PM_INVOLUNTARY, /* switches out while runnable (preempted) */
+  PM_BIO_READ,    /* bytes of bios the thread submitted */
+  PM_BIO_WRITE,
+  PM_FAULTS,      /* page faults, minor and major */
+  PM_KSIDE
+};
+
+/* A uprobe's cookie: the function's index, and the argument (1..6, 0: none) that carries the
+ * request ID. */
+#define PM_COOKIE(func, arg) ((__u64)(func) | ((__u64)(arg) << 16))
+
+/* One finished call (or request), sent to user space through the ring buffer. */
+struct pm_span {
+  __u64 start_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+  __u64 duration_ns;
+  __u64 request_id;
+  __u32 func;
+  __u32 flags; /* PM_SPAN_* */
+  __u32 pid, tid;
+  __u64 kside[PM_KSIDE];
+};
+#define PM_SPAN_HAS_REQUEST 1 /* the ID is the call's own (argN) or the request's (USDT) */
+#define PM_SPAN_IN_REQUEST 2  /* the call ran inside an open USDT request: its ID */
+
+/* An open call: when it began, its request ID, and the thread's figures then. */
+struct pm_frame {
+  __u64 start;
+  __u64 request_id;
+  __u32 func;
+  __u32 flags; /* PM_SPAN_* */
+  __u64 snap[PM_KSIDE];
+};
+
+/* A thread that entered a probed call: its running figures and its open calls. */
+struct pm_thread {
+  __u64 on_cpu_at, blocked_at, queued_at; /* when it got the CPU, blocked, became runnable */
+  __u64 acc[PM_KSIDE];                    /* on-CPU, run-queue, blocked time and bio bytes so far */
+  __u32 depth;                            /* open calls, also those too deep to keep */
+  __u32 in_request;
+  struct pm_frame request; /* the open perf_monitor:request span */
+  struct pm_frame frames[PM_MAX_DEPTH];
+};
+
+/* Per function and per CPU: what every call added up to, whether its span reached user space
+ * or not. */
+struct pm_func_stats {
+  __u64 calls;   /* finished calls */
+  __u64 latency_ns;
+  __u64 max_ns;
+  __u64 kside[PM_KSIDE];
+  __u64 open_at_exit; /* calls whose thread exited inside them */
+  __u64 hist[PM_CALL_BUCKETS];
+};
+
+/* Per CPU: what could not be followed. */
+struct pm_probe_losses {
+  __u64 spans_dropped;   /* ring buffer full: the span is lost, the function's figures are not */
+  __u64 too_deep;        /* calls nested deeper than PM_MAX_DEPTH: counted, no kernel side */
+  __u64 no_thread_slot;  /* too many threads in calls at once */
+  __u64 unmatched;       /* a return or request end without its start (attached mid-call) */
+};
+
+#endif

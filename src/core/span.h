@@ -1,0 +1,28 @@
+// One finished call of a probed function (or one request between PERF_MONITOR_REQUEST_BEGIN and
+// END) with the kernel's side of it. Spans are events, not samples: sinks write each one, and
+// the run summary lists the slowest requests.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/aggregator.h"
+
+namespace pm {
+
+struct Span {
+  std::string function;  // "request" for the USDT request spans
+  int pid = 0, tid = 0;
+  std::optional<uint64_t> request_id;
+  bool own_request = false;  // the ID is this span's own (argN, or the request itself), not the
+                             // one of a request it ran inside
+  WallClock::time_point start;
+  double seconds = 0;  // latency
+  double on_cpu_seconds = 0, runq_seconds = 0, blocked_seconds = 0;
+  uint64_t voluntary_switches = 0, involuntary_switches = 0;
+  uint64_t bio_read_bytes = 0, bio_write_bytes = 0;
+  uint64_t page_faults = 0;
+};
+
+}  // namespace pm

@@ -1,0 +1,253 @@
+#include "sources/probes/probe_source.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+
+#include "probe.h"
+#include "probe.skel.h"
+
+namespace pm {
+namespace {
+
+using K = MetricKind;
+const Labels kNoLabels;
+
+const MetricDesc kCalls{"probe", "calls", K::kCounter, Unit::kNone, "Finished calls of the probed function"};
+const MetricDesc kLatency{"probe",         "latency_seconds", K::kHistogram, Unit::kSeconds,
+                          "Latency of the function's calls (log2 ns buckets)", {}, 1e-9};
+const MetricDesc kMax{"probe", "latency_max_seconds", K::kGauge, Unit::kSeconds, "Longest call since the start"};
+const MetricDesc kKside[PM_KSIDE] = {
+    {"probe", "on_cpu_seconds", K::kCounter, Unit::kSeconds, "Time the calls' threads ran on a CPU"},
+    {"probe", "runq_seconds", K::kCounter, Unit::kSeconds, "Time the calls' threads waited runnable for a CPU"},
+    {"probe", "blocked_seconds", K::kCounter, Unit::kSeconds, "Time the calls' threads were blocked until woken"},
+    {"probe", "voluntary_switches", K::kCounter, Unit::kNone, "Switches out while blocking, inside the calls"},
+    {"probe", "involuntary_switches", K::kCounter, Unit::kNone, "Switches out while runnable (preempted)"},
+    {"probe", "bio_read_bytes", K::kCounter, Unit::kBytes, "Bytes of read bios the calls submitted"},
+    {"probe", "bio_write_bytes", K::kCounter, Unit::kBytes, "Bytes of write bios the calls submitted"},
+    {"probe", "page_faults", K::kCounter, Unit::kNone, "Page faults (minor and major) inside the calls"},
+};
+const MetricDesc kOpenAtExit{"probe", "open_at_exit", K::kCounter, Unit::kNone,
+                             "Calls whose thread exited inside them (never finished)"};
+const MetricDesc kInProgress{"probe", "in_progress", K::kGauge, Unit::kNone, "Calls open now"};
+const MetricDesc kSpans{"probe", "spans", K::kCounter, Unit::kNone, "Spans that reached perf-monitor"};
+const MetricDesc kDropped{"probe", "spans_dropped", K::kCounter, Unit::kNone,
+                          "Spans lost to a full ring buffer (the function figures still count them)"};
+const MetricDesc kTooDeep{"probe", "too_deep", K::kCounter, Unit::kNone,
+                          "Calls nested too deep to time (counted in calls, without latency)"};
+const MetricDesc kNoSlot{"probe", "untracked_threads", K::kCounter, Unit::kNone,
+                         "Calls not followed: too many threads inside calls at once"};
+const MetricDesc kUnmatched{"probe", "unmatched", K::kCounter, Unit::kNone,
+                            "Returns or request ends without their start (begun before attaching)"};
+
+double mono_seconds_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// The label of each probe: its short name, or the full one where two probes share it.
+std::vector<std::string> labels_of(const std::vector<probes::ResolvedProbe>& list) {
+  std::map<std::string, int> uses;
+  for (const auto& p : list) ++uses[probes::base_name(p.function)];
+  std::vector<std::string> out;
+  for (const auto& p : list) {
+    std::string b = probes::base_name(p.function);
+    out.push_back(uses[b] > 1 ? p.function : b);
+  }
+  return out;
+}
+
+}  // namespace
+
+struct ProbeSource::Impl {
+  SkeletonPtr<probe_bpf> skel{nullptr, probe_bpf::destroy};
+  std::vector<bpf_link*> links;
+  std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> ring{nullptr, ring_buffer__free};
+  std::vector<std::string> names;  // by function index; PM_REQUEST_FUNC is "request"
+  std::vector<uint32_t> indexes;   // the function indexes in use
+  std::function<void(const Span&)> handler;
+  std::vector<Span> slowest;
+  uint64_t spans = 0;
+  size_t budget = 0;  // spans this drain may still hand over
+  std::vector<pm_func_stats> per_cpu;
+  std::vector<pm_probe_losses> losses;
+
+  ~Impl() {
+    for (bpf_link* l : links) bpf_link__destroy(l);
+  }
+
+  static int on_sample(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<Impl*>(ctx);
+    if (size >= sizeof(pm_span)) self->take(*static_cast<const pm_span*>(data));
+    // A negative return stops this drain after this span (it is consumed): the bound per wake.
+    return --self->budget == 0 ? -EAGAIN : 0;
+  }
+
+  void take(const pm_span& s) {
+    ++spans;
+    Span out;
+    uint32_t f = s.func < names.size() ? s.func : PM_REQUEST_FUNC;
+    out.function = names[f];
+    out.pid = static_cast<int>(s.pid);
+    out.tid = static_cast<int>(s.tid);
+    if (s.flags & (PM_SPAN_HAS_REQUEST | PM_SPAN_IN_REQUEST)) out.request_id = s.request_id;
+    out.own_request = (s.flags & PM_SPAN_HAS_REQUEST) != 0;
+    double ago = mono_seconds_now() - static_cast<double>(s.start_ns) * 1e-9;
+    out.start = WallClock::now() - std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(ago));
+    out.seconds = static_cast<double>(s.duration_ns) * 1e-9;
+    out.on_cpu_seconds = static_cast<double>(s.kside[PM_ON_CPU_NS]) * 1e-9;
+    out.runq_seconds = static_cast<double>(s.kside[PM_RUNQ_NS]) * 1e-9;
+    out.blocked_seconds = static_cast<double>(s.kside[PM_BLOCKED_NS]) * 1e-9;
+    out.voluntary_switches = s.kside[PM_VOLUNTARY];
+    out.involuntary_switches = s.kside[PM_INVOLUNTARY];
+    out.bio_read_bytes = s.kside[PM_BIO_READ];
+    out.bio_write_bytes = s.kside[PM_BIO_WRITE];
+    out.page_faults = s.kside[PM_FAULTS];
+    if (out.own_request) keep_if_slow(out);
+    if (handler) handler(out);
+  }
+
+  // A request is listed once: its USDT span and the span of a function that takes its ID
+  // (process_request:arg1) are the same request; the longer one stays.
+  void keep_if_slow(const Span& s) {
+    auto same = std::find_if(slowest.begin(), slowest.end(), [&](const Span& k) {
+      return k.request_id == s.request_id && k.pid == s.pid;
+    });
+    if (same != slowest.end()) {
+      if (same->seconds >= s.seconds) return;
+      slowest.erase(same);
+    }
+    if (slowest.size() == kSlowestRequests && slowest.back().seconds >= s.seconds) return;
+    auto at = std::upper_bound(slowest.begin(), slowest.end(), s,
+                               [](const Span& a, const Span& b) { return a.seconds > b.seconds; });
+    slowest.insert(at, s);
+    if (slowest.size() > kSlowestRequests) slowest.pop_back();
+  }
+
+  // Calls open now, per function index, from every followed thread's stack.
+  std::map<uint32_t, uint64_t> open_calls() {
+    std::map<uint32_t, uint64_t> open;
+    int fd = bpf_map__fd(skel->maps.threads);
+    pm_thread t{};
+    __u32 key = 0, next = 0;
+    const __u32* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+      key = next;
+      prev = &key;
+      if (bpf_map_lookup_elem(fd, &key, &t) != 0) continue;
+      if (t.in_request) ++open[PM_REQUEST_FUNC];
+      for (uint32_t d = 0; d < std::min<uint32_t>(t.depth, PM_MAX_DEPTH); ++d) ++open[t.frames[d].func & (PM_MAX_FUNCS - 1)];
+    }
+    return open;
+  }
+};
+
+ProbeSource::ProbeSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProbeSource::~ProbeSource() = default;
+
+int ProbeSource::ring_fd() const { return ring_buffer__epoll_fd(impl_->ring.get()); }
+
+void ProbeSource::drain(size_t bound) {
+  impl_->budget = std::max<size_t>(bound, 1);
+  ring_buffer__consume(impl_->ring.get());
+}
+
+void ProbeSource::on_span(std::function<void(const Span&)> handler) { impl_->handler = std::move(handler); }
+
+std::vector<Span> ProbeSource::slowest_requests() const { return impl_->slowest; }
+
+void ProbeSource::collect(Samples& out) {
+  Impl& m = *impl_;
+  drain(SIZE_MAX);  // every span before the figures they belong to
+  int fd = bpf_map__fd(m.skel->maps.funcs);
+  m.per_cpu.resize(static_cast<size_t>(libbpf_num_possible_cpus()));
+  std::map<uint32_t, uint64_t> open = m.open_calls();
+  for (uint32_t f : m.indexes) {
+    if (bpf_map_lookup_elem(fd, &f, m.per_cpu.data()) != 0) continue;
+    pm_func_stats sum{};
+    for (const pm_func_stats& c : m.per_cpu) {
+      sum.calls += c.calls;
+      sum.latency_ns += c.latency_ns;
+      sum.max_ns = std::max(sum.max_ns, c.max_ns);
+      sum.open_at_exit += c.open_at_exit;
+      for (int i = 0; i < PM_KSIDE; ++i) sum.kside[i] += c.kside[i];
+      for (int i = 0; i < PM_CALL_BUCKETS; ++i) sum.hist[i] += c.hist[i];
+    }
+    Labels l{{"function", m.names[f]}};
+    out.push_back({&kCalls, l, static_cast<double>(sum.calls)});
+    out.push_back({&kLatency, l, static_cast<double>(sum.latency_ns) * 1e-9,
+                   std::vector<uint64_t>(std::begin(sum.hist), std::end(sum.hist))});
+    out.push_back({&kMax, l, static_cast<double>(sum.max_ns) * 1e-9});
+    for (int i = 0; i < PM_KSIDE; ++i) {
+      bool ns = i == PM_ON_CPU_NS || i == PM_RUNQ_NS || i == PM_BLOCKED_NS;
+      out.push_back({&kKside[i], l, static_cast<double>(sum.kside[i]) * (ns ? 1e-9 : 1.0)});
+    }
+    out.push_back({&kOpenAtExit, l, static_cast<double>(sum.open_at_exit)});
+    out.push_back({&kInProgress, l, static_cast<double>(open[f])});
+  }
+  m.losses.resize(m.per_cpu.size());
+  __u32 zero = 0;
+  pm_probe_losses lost{};
+  if (bpf_map_lookup_elem(bpf_map__fd(m.skel->maps.losses), &zero, m.losses.data()) == 0) {
+    for (const pm_probe_losses& c : m.losses) {
+      lost.spans_dropped += c.spans_dropped;
+      lost.too_deep += c.too_deep;
+      lost.no_thread_slot += c.no_thread_slot;
+      lost.unmatched += c.unmatched;
+    }
+  }
+  out.push_back({&kSpans, kNoLabels, static_cast<double>(m.spans)});
+  out.push_back({&kDropped, kNoLabels, static_cast<double>(lost.spans_dropped)});
+  out.push_back({&kTooDeep, kNoLabels, static_cast<double>(lost.too_deep)});
+  out.push_back({&kNoSlot, kNoLabels, static_cast<double>(lost.no_thread_slot)});
+  out.push_back({&kUnmatched, kNoLabels, static_cast<double>(lost.unmatched)});
+  append_bpf_stats(m.skel->obj, out);
+}
+
+Result<std::unique_ptr<ProbeSource>> make_probe_source(const ProbeTarget& target) {
+  if (target.probes.size() >= PM_REQUEST_FUNC) {
+    return make_error(Errc::kInvalidArgument,
+                      "too many probes: at most " + std::to_string(PM_REQUEST_FUNC - 1) + " functions at once");
+  }
+  auto impl = std::make_unique<ProbeSource::Impl>();
+  auto loaded = load_skeleton<probe_bpf>("application probe", target.tree);
+  if (!loaded) return loaded.error();
+  impl->skel = std::move(loaded->skel);
+  impl->names = labels_of(target.probes);
+  impl->names.resize(PM_MAX_FUNCS);
+  impl->names[PM_REQUEST_FUNC] = "request";
+  for (size_t i = 0; i < target.probes.size(); ++i) {
+    const probes::ResolvedProbe& p = target.probes[i];
+    for (bool ret : {false, true}) {
+      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = ret ? PM_COOKIE(i, 0) : PM_COOKIE(i, p.arg), .retprobe = ret);
+      bpf_program* prog = ret ? impl->skel->progs.call_return : impl->skel->progs.call_entry;
+      bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, p.path.c_str(), p.offset, &opts);
+      if (link == nullptr) {
+        return Error::from_errno(errno, "attaching a uprobe to " + p.function + " in " + p.path);
+      }
+      impl->links.push_back(link);
+    }
+    impl->indexes.push_back(static_cast<uint32_t>(i));
+  }
+  if (!target.usdt_binary.empty()) {
+    for (auto [prog, name] : {std::pair{impl->skel->progs.request_begin, "request_begin"},
+                              std::pair{impl->skel->progs.request_end, "request_end"}}) {
+      bpf_link* link = bpf_program__attach_usdt(prog, -1, target.usdt_binary.c_str(), "perf_monitor", name, nullptr);
+      if (link == nullptr) {
+        return Error::from_errno(errno, std::string("attaching to the USDT probe perf_monitor:") + name + " in " +
+                                            target.usdt_binary);
+      }
+      impl->links.push_back(link);
+    }
+    impl->indexes.push_back(PM_REQUEST_FUNC);
+  }
+  impl->ring.reset(ring_buffer__new(bpf_map__fd(impl->skel->maps.spans), &ProbeSource::Impl::on_sample,
+                                    impl.get(), nullptr));
+  if (!impl->ring) return Error::from_errno(errno, "opening the span ring buffer");
+  return std::make_unique<ProbeSource>(std::move(impl));
+}
+
+}  // namespace pm

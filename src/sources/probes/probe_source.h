@@ -1,0 +1,50 @@
+// Application probes (family "probe"): per probed function its calls, latency histogram and the
+// kernel's side of its calls (on-CPU, run queue, blocked, switches, bio bytes, page faults);
+// every finished call also as a Span. Requests marked with include/perf-monitor/annotate.h are
+// followed the same way, as function "request".
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/source.h"
+#include "core/span.h"
+#include "sources/kernel/skeleton.h"
+#include "sources/probes/symbols.h"
+
+namespace pm {
+
+struct ProbeTarget {
+  TreeTarget tree;  // system-wide when track_tree is false
+  std::vector<probes::ResolvedProbe> probes;
+  std::string usdt_binary;  // where to attach perf_monitor:request_begin/end; empty: nowhere
+};
+
+class ProbeSource : public Source {
+ public:
+  struct Impl;
+  explicit ProbeSource(std::unique_ptr<Impl> impl);
+  ~ProbeSource() override;
+  [[nodiscard]] std::string_view name() const override { return "probe"; }
+  void collect(Samples& out) override;
+
+  // Readable (epoll) when spans wait; drain() hands at most `bound` of them to the handler, so
+  // a storm of calls cannot hold the event loop.
+  [[nodiscard]] int ring_fd() const;
+  void drain(size_t bound);
+  void on_span(std::function<void(const Span&)> handler);
+  // The slowest spans that carry their own request ID, longest first.
+  [[nodiscard]] std::vector<Span> slowest_requests() const;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// The slowest requests kept for the run summary.
+inline constexpr size_t kSlowestRequests = 5;
+
+Result<std::unique_ptr<ProbeSource>> make_probe_source(const ProbeTarget& target);
+
+}  // namespace pm
