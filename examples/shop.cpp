@@ -1,10 +1,11 @@
 // A small service for perf-monitor's application probes: each request does some CPU work,
 // sleeps, or writes and fsyncs a file, and is marked with PERF_MONITOR_REQUEST_BEGIN/END.
 //
-//   shop [--requests N] [--kind cpu|sleep|write|mix] [--ms MS] [--bytes B] [--dir DIR]
+//   shop [--requests N] [--kind cpu|sleep|write|mix|none] [--ms MS] [--bytes B] [--dir DIR]
 //        [--threads T] [--first-id ID]
 //
-// Request i gets ID first-id + i. `mix` cycles cpu, sleep, write. Try it:
+// Request i gets ID first-id + i. `mix` cycles cpu, sleep, write; `none` does no work (for
+// counting calls). Try it:
 //   perf-monitor run --probe examples/shop:process_request:arg1 -- build/examples/shop --kind mix
 #include <fcntl.h>
 #include <unistd.h>
@@ -131,7 +132,7 @@ int main(int argc, char** argv) {
     else if (a == "--first-id") o.first_id = std::strtoull(value(), nullptr, 10);
     else {
       std::fprintf(stderr,
-                   "usage: shop [--requests N] [--kind cpu|sleep|write|mix] [--ms MS] [--bytes B] [--dir DIR] "
+                   "usage: shop [--requests N] [--kind cpu|sleep|write|mix|none] [--ms MS] [--bytes B] [--dir DIR] "
                    "[--threads T] [--first-id ID]\n");
       return 2;
     }

@@ -18,6 +18,7 @@ packages=(
   bpftool                            # vmlinux.h from the kernel's BTF, and the skeletons
   libbpf-dev libelf-dev zlib1g-dev   # loading the eBPF programs (libbpf and what it links)
   liblzma-dev                        # probes: symbols in the xz-compressed .gnu_debugdata
+  binutils xz-utils                  # tests: build a MiniDebugInfo binary (objcopy, xz)
 )
 
 if [ "${1:-}" = bench ]; then

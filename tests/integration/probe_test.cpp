@@ -1,0 +1,164 @@
+// Application probes on the real kernel, with the example service (examples/shop.cpp) as the
+// workload of known behaviour: it makes exactly N requests of a known kind (CPU work for MS of
+// CPU time, a sleep of MS, or B bytes written and fsync'd), each with a known ID.
+#include <unistd.h>
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "integration/harness.h"
+
+namespace pm::test {
+namespace {
+
+const std::string kShop = PM_SHOP;
+const std::string kProcess = "shop::process_request";
+
+class ProbeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: attaching uprobes and loading BPF programs";
+  }
+  // `perf-monitor run --format json --probe P... -- shop ARGS...`
+  static Outcome run_shop(const std::vector<std::string>& probes, const std::vector<std::string>& shop_args) {
+    std::vector<std::string> args = {"run", "--format", "json"};
+    for (const std::string& p : probes) {
+      args.push_back("--probe");
+      args.push_back(p);
+    }
+    args.push_back("--");
+    args.push_back(kShop);
+    args.insert(args.end(), shop_args.begin(), shop_args.end());
+    Outcome o = run_pm(args);
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_FALSE(o.summary.is_null()) << o.err;
+    if (!o.summary.is_null() && o.summary["unavailable"].contains("probe")) {
+      ADD_FAILURE() << "probes unavailable: " << o.summary["unavailable"]["probe"];
+    }
+    return o;
+  }
+  static double calls(const Outcome& o, const std::string& function) {
+    const auto& c = o.summary["probe"]["calls"];
+    return c.contains(function) ? c[function].get<double>() : -1;
+  }
+  static std::vector<nlohmann::json> spans(const Outcome& o, const std::string& function) {
+    std::vector<nlohmann::json> out;
+    for (const auto& r : o.records) {
+      if (r["type"] == "span" && r["function"] == function) out.push_back(r);
+    }
+    return out;
+  }
+};
+
+TEST_F(ProbeTest, CallsAreCountedExactly) {
+  // 4 threads, 300 requests: every call of process_request, of one overload of Cart::add, and
+  // every annotated request.
+  Outcome o = run_shop({kShop + ":process_request:arg1", kShop + ":shop::Cart::add(int)"},
+                       {"--kind", "none", "--requests", "300", "--threads", "4"});
+  EXPECT_EQ(calls(o, kProcess), 300);
+  EXPECT_EQ(calls(o, "shop::Cart::add"), 300);  // add(char const*, int) is not probed
+  EXPECT_EQ(calls(o, "request"), 300);
+  EXPECT_EQ(spans(o, kProcess).size(), 300u);
+  EXPECT_EQ(o.summary["probe"]["latency_seconds"][kProcess]["count"].get<double>(), 300);
+  EXPECT_EQ(o.summary["probe_spans_dropped"].get<double>(), 0);
+  // Each request ID once, taken from the first argument.
+  std::map<uint64_t, int> ids;
+  for (const auto& s : spans(o, kProcess)) ++ids[s["request_id"].get<uint64_t>()];
+  EXPECT_EQ(ids.size(), 300u);
+  EXPECT_EQ(ids.begin()->first, 1u);
+  EXPECT_EQ(ids.rbegin()->first, 300u);
+}
+
+TEST_F(ProbeTest, SleepingCallsAreBlockedOffCpu) {
+  Outcome o = run_shop({kShop + ":process_request"}, {"--kind", "sleep", "--ms", "20", "--requests", "5"});
+  auto s = spans(o, kProcess);
+  ASSERT_EQ(s.size(), 5u);
+  for (const auto& sp : s) {
+    EXPECT_GE(sp["latency_s"].get<double>(), 0.020) << sp.dump();
+    EXPECT_GE(sp["blocked_s"].get<double>(), 0.020) << sp.dump();
+    EXPECT_GE(sp["voluntary_switches"].get<double>(), 1) << sp.dump();
+  }
+}
+
+TEST_F(ProbeTest, CpuBoundCallsAreOnCpu) {
+  Outcome o = run_shop({kShop + ":process_request"}, {"--kind", "cpu", "--ms", "30", "--requests", "5"});
+  auto s = spans(o, kProcess);
+  ASSERT_EQ(s.size(), 5u);
+  for (const auto& sp : s) {
+    EXPECT_GE(sp["on_cpu_s"].get<double>(), 0.9 * sp["latency_s"].get<double>()) << sp.dump();
+    EXPECT_GE(sp["on_cpu_s"].get<double>(), 0.030) << sp.dump();  // the CPU time it was asked to use
+  }
+}
+
+TEST_F(ProbeTest, WrittenBytesGoToTheRightRequest) {
+  // mix: request i is cpu, sleep, write for i % 3 = 0, 1, 2; IDs from 4711.
+  Outcome o = run_shop({kShop + ":process_request:arg1"},
+                       {"--kind", "mix", "--ms", "5", "--bytes", "1048576", "--requests", "6", "--first-id", "4711",
+                        "--dir", scratch_dir()});
+  for (const std::string& fn : {kProcess, std::string("request")}) {
+    auto s = spans(o, fn);
+    ASSERT_EQ(s.size(), 6u) << fn;
+    for (const auto& sp : s) {
+      uint64_t id = sp["request_id"].get<uint64_t>();
+      double written = sp["bio_write_bytes"].get<double>();
+      if ((id - 4711) % 3 == 2) {
+        EXPECT_GE(written, kMiB) << fn << " " << sp.dump();
+      } else {
+        EXPECT_LT(written, kMiB / 4) << fn << " " << sp.dump();
+      }
+    }
+  }
+}
+
+TEST_F(ProbeTest, ASharedLibraryFunctionIsProbed) {
+  // shop calls fsync once per write request, nowhere else; other processes calling fsync are
+  // not the target's.
+  Outcome o = run_shop({"libc.so.6:fsync"}, {"--kind", "write", "--bytes", "65536", "--requests", "3", "--dir",
+                                             scratch_dir()});
+  EXPECT_EQ(calls(o, "fsync"), 3);
+}
+
+TEST_F(ProbeTest, TheSummaryListsTheSlowestRequests) {
+  Outcome o = run_pm({"run", "--probe", kShop + ":process_request:arg1", "--", kShop, "--kind", "sleep", "--ms", "5",
+                      "--requests", "3", "--first-id", "4711"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("request 4711: "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("blocked"), std::string::npos);
+  EXPECT_NE(o.out.find("shop::process_request"), std::string::npos);
+}
+
+TEST_F(ProbeTest, ACallCutShortByExitIsCountedOpen) {
+  // A 5 s sleep ended after 0.5 s: the command is sent SIGTERM inside the call.
+  Outcome o = run_pm({"run", "--format", "json", "--duration", "500ms", "--probe", kShop + ":process_request", "--",
+                      kShop, "--kind", "sleep", "--ms", "5000", "--requests", "1"});
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  EXPECT_EQ(o.summary["probe"]["calls"][kProcess].get<double>(), 0);
+  EXPECT_EQ(o.summary["probe"]["open_at_exit"][kProcess].get<double>(), 1);
+}
+
+TEST(ProbeErrors, AnUnknownSymbolExitsTwoWithCandidates) {
+  Outcome o = run_pm({"run", "--probe", kShop + ":shop::proces_request", "--", "true"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("no function 'shop::proces_request'"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("shop::process_request("), std::string::npos) << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+}
+
+TEST(ProbeErrors, AnAmbiguousOverloadExitsTwoListingBoth) {
+  Outcome o = run_pm({"run", "--probe", kShop + ":shop::Cart::add", "--", "true"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("shop::Cart::add(int)"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("shop::Cart::add(char const*, int)"), std::string::npos) << o.err;
+}
+
+TEST(ProbeErrors, AMissingBinaryOrBadSpecExitsTwo) {
+  for (const char* bad : {"/nonexistent/app:main", "justafunction", "shop:f:arg9"}) {
+    Outcome o = run_pm({"run", "--probe", bad, "--", "true"});
+    EXPECT_EQ(o.exit_code, 2) << bad;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  }
+}
+
+}  // namespace
+}  // namespace pm::test
