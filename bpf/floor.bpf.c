@@ -21,3 +21,9 @@ SEC("tp_btf/block_rq_issue")
 int BPF_PROG(floor_rq_issue) { return 0; }
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(floor_rq_complete) { return 0; }
+
+// The floor of an application probe: an empty uprobe and uretprobe on the same function.
+SEC("uprobe")
+int floor_call_entry(struct pt_regs *ctx) { return 0; }
+SEC("uretprobe")
+int floor_call_return(struct pt_regs *ctx) { return 0; }

@@ -60,21 +60,25 @@ static __always_inline struct pm_probe_losses *losses_here(void) {
   return bpf_map_lookup_elem(&losses, &zero);
 }
 
-// Only threads of the target tree (system-wide: every thread).
-static __always_inline bool current_followed(void) {
-  return !track_tree || tgid_in_tree(bpf_get_current_pid_tgid() >> 32);
-}
-
+// A thread has an entry only once it entered a call as a followed thread: finding it is the
+// whole check, and the tree is looked up only for a thread's first call.
 static __always_inline struct pm_thread *current_thread(bool create, __u64 now) {
-  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tid = (__u32)id;
   struct pm_thread *t = bpf_map_lookup_elem(&threads, &tid);
   if (t || !create) return t;
+  if (track_tree && !tgid_in_tree(id >> 32)) return 0;
   __u32 zero = 0;
   struct pm_thread *b = bpf_map_lookup_elem(&blank, &zero);
   if (!b) return 0;
   bpf_map_update_elem(&threads, &tid, b, BPF_NOEXIST);
   t = bpf_map_lookup_elem(&threads, &tid);
-  if (t) t->on_cpu_at = now;  // it is running: on-CPU time counts from here
+  if (t) {
+    t->on_cpu_at = now;  // it is running: on-CPU time counts from here
+  } else {
+    struct pm_probe_losses *l = losses_here();
+    if (l) l->no_thread_slot++;
+  }
   return t;
 }
 
@@ -142,14 +146,9 @@ static __always_inline __u64 arg_of(struct pt_regs *ctx, __u32 n) {
 
 SEC("uprobe")
 int call_entry(struct pt_regs *ctx) {
-  if (!current_followed()) return 0;
   __u64 now = bpf_ktime_get_ns();
   struct pm_thread *t = current_thread(true, now);
-  if (!t) {
-    struct pm_probe_losses *l = losses_here();
-    if (l) l->no_thread_slot++;
-    return 0;
-  }
+  if (!t) return 0;  // not the target's, or no slot (counted)
   __u32 d = t->depth++;
   if (d >= PM_MAX_DEPTH) {
     struct pm_probe_losses *l = losses_here();
@@ -175,7 +174,6 @@ int call_entry(struct pt_regs *ctx) {
 
 SEC("uretprobe")
 int call_return(struct pt_regs *ctx) {
-  if (!current_followed()) return 0;
   __u64 now = bpf_ktime_get_ns();
   struct pm_thread *t = current_thread(false, now);
   struct pm_probe_losses *l = losses_here();
@@ -210,14 +208,9 @@ int call_return(struct pt_regs *ctx) {
 
 SEC("usdt")
 int BPF_USDT(request_begin, __u64 id) {
-  if (!current_followed()) return 0;
   __u64 now = bpf_ktime_get_ns();
   struct pm_thread *t = current_thread(true, now);
-  if (!t) {
-    struct pm_probe_losses *l = losses_here();
-    if (l) l->no_thread_slot++;
-    return 0;
-  }
+  if (!t) return 0;
   if (t->in_request) {
     struct pm_probe_losses *l = losses_here();
     if (l) l->unmatched++;  // BEGIN twice: the first request is given up
@@ -231,7 +224,6 @@ int BPF_USDT(request_begin, __u64 id) {
 
 SEC("usdt")
 int BPF_USDT(request_end, __u64 id) {
-  if (!current_followed()) return 0;
   __u64 now = bpf_ktime_get_ns();
   struct pm_thread *t = current_thread(false, now);
   if (!t || !t->in_request) {

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Cost per probed call, side by side in one run: a function called N times (bench/probe_target)
+#   bare       nothing attached
+#   floor      an empty uprobe + uretprobe pair on it (bpf_floor --probe)
+#   probe      perf-monitor run --probe on it (probes only: counters and kernel sources off)
+#   all        perf-monitor run --probe, everything else on as well
+#   bpftrace   an equivalent bpftrace script: entry time per thread, latency histogram on return
+# Each configuration runs ROUNDS times, interleaved; the median ns/call is reported, the cost a
+# configuration adds per call (minus bare), and that cost over the floor's.
+#   bench/probe_overhead.sh [BUILD_DIR] [CALLS] [ROUNDS]
+set -euo pipefail
+build=${1:-build}
+calls=${2:-200000}
+rounds=${3:-5}
+pm="$build/perf-monitor"
+floor="$build/bench/bpf_floor"
+target="$(realpath "$build/bench/probe_target")"
+fn=pm_bench_call
+
+# Stops a background tool: SIGINT (it prints its maps), then SIGKILL if it has not ended in 10 s.
+stop() {
+  kill -INT "$1" 2> /dev/null || true
+  for _ in $(seq 100); do kill -0 "$1" 2> /dev/null || break; sleep 0.1; done
+  kill -KILL "$1" 2> /dev/null || true
+  wait "$1" 2> /dev/null || true
+}
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ulimit -l unlimited 2>/dev/null || true
+printf '[pmc]\nenabled = false\n[scheduler]\nenabled = false\n[block_io]\nenabled = false\n' > /tmp/pm-probe-only.toml
+
+declare -A results
+for ((r = 0; r < rounds; r++)); do
+  results[bare]+="$("$target" "$calls") "
+
+  "$floor" --probe "$target:$fn" > /dev/null & fpid=$!; sleep 1
+  results[floor]+="$("$target" "$calls") "
+  stop $fpid
+
+  results[probe]+="$("$pm" --config /tmp/pm-probe-only.toml -o /dev/null run --probe "$target:$fn" -- "$target" "$calls" 2>/dev/null) "
+  results[all]+="$("$pm" -o /dev/null run --probe "$target:$fn" -- "$target" "$calls" 2>/dev/null) "
+
+  if command -v bpftrace > /dev/null; then
+    bpftrace -e "uprobe:$target:$fn { @s[tid] = nsecs; } uretprobe:$target:$fn /@s[tid]/ { @ns = hist(nsecs - @s[tid]); delete(@s[tid]); }" > /dev/null 2>&1 & bpid=$!
+    sleep 4
+    if kill -0 $bpid 2> /dev/null; then
+      results[bpftrace]+="$("$target" "$calls") "
+      stop $bpid
+    fi
+  fi
+done
+
+bare=$(echo ${results[bare]} | tr ' ' '\n' | median)
+floor_m=$(echo ${results[floor]} | tr ' ' '\n' | median)
+floor_cost=$(echo "$floor_m - $bare" | bc -l)
+printf '%-10s %10s %14s %14s\n' config ns/call "added ns/call" "x floor"
+for c in bare floor probe all bpftrace; do
+  [ -n "${results[$c]:-}" ] || continue
+  m=$(echo ${results[$c]} | tr ' ' '\n' | median)
+  added=$(echo "$m - $bare" | bc -l)
+  printf '%-10s %10.1f %14.1f %14.2f\n' "$c" "$m" "$added" "$(echo "$added / $floor_cost" | bc -l)"
+done
