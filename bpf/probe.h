@@ -7,9 +7,10 @@
 #define PM_MAX_FUNCS 64      /* probed functions; index PM_REQUEST_FUNC is the USDT request */
 #define PM_REQUEST_FUNC (PM_MAX_FUNCS - 1)
 #define PM_MAX_DEPTH 16      /* nested probed calls kept per thread; deeper ones are counted */
-#define PM_MAX_THREADS 16384 /* threads inside a probed call at once */
 #define PM_CALL_BUCKETS 64   /* log2 ns: bucket i counts latencies < 2^i ns */
 #define PM_SPAN_RING_BYTES (4 << 20)
+#define PM_SPAN_BATCH 16      /* spans gathered per CPU before one ring buffer record */
+#define PM_SPAN_BATCH_NS 50000000ULL /* a batch older than this goes at the next span */
 
 /* The kernel's side of a call, as a difference between its end and its start. */
 enum pm_kside {
@@ -60,14 +61,25 @@ struct pm_thread {
   struct pm_frame frames[PM_MAX_DEPTH];
 };
 
+/* Spans gathered on one CPU: a ring buffer record costs about what a call's probe does, so it
+ * carries up to PM_SPAN_BATCH spans. */
+struct pm_span_batch {
+  __u32 n;
+  __u32 pad;
+  __u64 first_ns; /* when the oldest span in it was added */
+  struct pm_span spans[PM_SPAN_BATCH];
+};
+
 /* Per function and per CPU: what every call added up to, whether its span reached user space
  * or not. */
 struct pm_func_stats {
+  __u64 entered; /* calls begun; in progress = entered - calls - open_at_exit - abandoned */
   __u64 calls;   /* finished calls */
   __u64 latency_ns;
   __u64 max_ns;
   __u64 kside[PM_KSIDE];
   __u64 open_at_exit; /* calls whose thread exited inside them */
+  __u64 abandoned;    /* calls left without a return (longjmp, an exception unwinding them) */
   __u64 hist[PM_CALL_BUCKETS];
 };
 

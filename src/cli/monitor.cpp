@@ -433,6 +433,7 @@ class Monitor {
       events_->drain({[this](int ptgid, int cpid, int ctgid) { tree_->on_fork(ptgid, cpid, ctgid); }, nullptr});
       info_.proc_event_overruns = events_->overruns();
     }
+    if (probes_ != nullptr) probes_->stop();
     if (tree_ && !tree_->denied().empty()) unavailable_.push_back({"process_tree", tree_->denied()});
     if (counters_) {
       for (Unavailable& u : counters_->not_counted()) unavailable_.push_back(std::move(u));

@@ -1,5 +1,8 @@
 #include "sources/kernel/skeleton.h"
 
+#include "core/file_reader.h"
+#include "core/text.h"
+
 namespace pm {
 namespace {
 
@@ -11,13 +14,18 @@ const MetricDesc kRunTime{"self", "bpf_run_seconds", MetricKind::kCounter, Unit:
 }  // namespace
 
 void append_bpf_stats(bpf_object* obj, Samples& out) {
+  // Every loaded program from the first reading on (a program first seen after it ran would
+  // lose those runs from the totals), but only while the kernel keeps count.
+  static FileReader reader;
+  auto on = reader.read("/proc/sys/kernel/bpf_stats_enabled");
+  if (!on || trim(*on) != "1") return;
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, obj) {
     int fd = bpf_program__fd(prog);
     if (fd < 0) continue;  // not loaded (the other attachment family, or disabled)
     bpf_prog_info info{};
     __u32 len = sizeof info;
-    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0 || info.run_cnt == 0) continue;
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) continue;
     Labels l{{"program", bpf_program__name(prog)}};
     out.push_back({&kRuns, l, static_cast<double>(info.run_cnt)});
     out.push_back({&kRunTime, std::move(l), static_cast<double>(info.run_time_ns) / 1e9});

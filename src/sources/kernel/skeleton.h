@@ -75,18 +75,23 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
 
 }  // namespace detail
 
+// btf_only: an object with tp_btf programs and no raw_tp twins (it needs what only typed
+// programs can do, such as task storage); where tp_btf cannot load, it is unavailable.
 template <typename Skel>
-Result<LoadedSkeleton<Skel>> load_skeleton(const std::string& what, const TreeTarget& target) {
+Result<LoadedSkeleton<Skel>> load_skeleton(const std::string& what, const TreeTarget& target, bool btf_only = false) {
   // libbpf's own chatter would break the one-line error rule; PERF_MONITOR_BPF_DEBUG=1 keeps it
   // (the verifier's log, when it refuses a program).
   if (std::getenv("PERF_MONITOR_BPF_DEBUG") == nullptr) libbpf_set_print(nullptr);
   // PERF_MONITOR_BPF_ATTACH=raw_tp forces the fallback (to check it on a kernel that would not
   // need it).
   const char* force = std::getenv("PERF_MONITOR_BPF_ATTACH");
-  bool btf =
-      ::access("/sys/kernel/btf/vmlinux", R_OK) == 0 && !(force != nullptr && std::string_view(force) == "raw_tp");
+  bool has_btf = ::access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+  if (btf_only && !has_btf) {
+    return make_error(Errc::kUnavailable, "the " + what + " programs need a kernel with BTF (/sys/kernel/btf/vmlinux)");
+  }
+  bool btf = has_btf && (btf_only || !(force != nullptr && std::string_view(force) == "raw_tp"));
   auto skel = detail::load_as<Skel>(what, btf, target);
-  if (!skel && btf) {
+  if (!skel && btf && !btf_only) {
     btf = false;  // tp_btf refused (an old kernel, a restricted one): raw tracepoints
     skel = detail::load_as<Skel>(what, false, target);
   }

@@ -31,6 +31,8 @@ const MetricDesc kKside[PM_KSIDE] = {
 };
 const MetricDesc kOpenAtExit{"probe", "open_at_exit", K::kCounter, Unit::kNone,
                              "Calls whose thread exited inside them (never finished)"};
+const MetricDesc kAbandoned{"probe", "abandoned", K::kCounter, Unit::kNone,
+                            "Calls left without a return (longjmp, an exception unwinding them)"};
 const MetricDesc kInProgress{"probe", "in_progress", K::kGauge, Unit::kNone, "Calls open now"};
 const MetricDesc kSpans{"probe", "spans", K::kCounter, Unit::kNone, "Spans that reached perf-monitor"};
 const MetricDesc kDropped{"probe", "spans_dropped", K::kCounter, Unit::kNone,
@@ -79,11 +81,15 @@ struct ProbeSource::Impl {
     for (bpf_link* l : links) bpf_link__destroy(l);
   }
 
+  // A record is a batch of spans from one CPU.
   static int on_sample(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Impl*>(ctx);
-    if (size >= sizeof(pm_span)) self->take(*static_cast<const pm_span*>(data));
-    // A negative return stops this drain after this span (it is consumed): the bound per wake.
-    return --self->budget == 0 ? -EAGAIN : 0;
+    const auto* span = static_cast<const pm_span*>(data);
+    for (size_t i = 0; i < size / sizeof(pm_span); ++i) self->take(span[i]);
+    // A negative return stops this drain after this record (it is consumed): the bound per wake.
+    size_t n = size / sizeof(pm_span);
+    self->budget = self->budget > n ? self->budget - n : 0;
+    return self->budget == 0 ? -EAGAIN : 0;
   }
 
   void take(const pm_span& s) {
@@ -127,22 +133,6 @@ struct ProbeSource::Impl {
     if (slowest.size() > kSlowestRequests) slowest.pop_back();
   }
 
-  // Calls open now, per function index, from every followed thread's stack.
-  std::map<uint32_t, uint64_t> open_calls() {
-    std::map<uint32_t, uint64_t> open;
-    int fd = bpf_map__fd(skel->maps.threads);
-    pm_thread t{};
-    __u32 key = 0, next = 0;
-    const __u32* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-      key = next;
-      prev = &key;
-      if (bpf_map_lookup_elem(fd, &key, &t) != 0) continue;
-      if (t.in_request) ++open[PM_REQUEST_FUNC];
-      for (uint32_t d = 0; d < std::min<uint32_t>(t.depth, PM_MAX_DEPTH); ++d) ++open[t.frames[d].func & (PM_MAX_FUNCS - 1)];
-    }
-    return open;
-  }
 };
 
 ProbeSource::ProbeSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -155,6 +145,21 @@ void ProbeSource::drain(size_t bound) {
   ring_buffer__consume(impl_->ring.get());
 }
 
+void ProbeSource::stop() {
+  Impl& m = *impl_;
+  if (m.links.empty()) return;
+  for (bpf_link* l : m.links) bpf_link__destroy(l);
+  m.links.clear();
+  drain(SIZE_MAX);
+  // What the CPUs gathered but had not sent yet.
+  std::vector<pm_span_batch> left(static_cast<size_t>(libbpf_num_possible_cpus()));
+  __u32 zero = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(m.skel->maps.batches), &zero, left.data()) != 0) return;
+  for (const pm_span_batch& b : left) {
+    for (uint32_t i = 0; i < std::min<uint32_t>(b.n, PM_SPAN_BATCH); ++i) m.take(b.spans[i]);
+  }
+}
+
 void ProbeSource::on_span(std::function<void(const Span&)> handler) { impl_->handler = std::move(handler); }
 
 std::vector<Span> ProbeSource::slowest_requests() const { return impl_->slowest; }
@@ -164,12 +169,13 @@ void ProbeSource::collect(Samples& out) {
   drain(SIZE_MAX);  // every span before the figures they belong to
   int fd = bpf_map__fd(m.skel->maps.funcs);
   m.per_cpu.resize(static_cast<size_t>(libbpf_num_possible_cpus()));
-  std::map<uint32_t, uint64_t> open = m.open_calls();
   for (uint32_t f : m.indexes) {
     if (bpf_map_lookup_elem(fd, &f, m.per_cpu.data()) != 0) continue;
     pm_func_stats sum{};
     for (const pm_func_stats& c : m.per_cpu) {
+      sum.entered += c.entered;
       sum.calls += c.calls;
+      sum.abandoned += c.abandoned;
       sum.latency_ns += c.latency_ns;
       sum.max_ns = std::max(sum.max_ns, c.max_ns);
       sum.open_at_exit += c.open_at_exit;
@@ -186,7 +192,10 @@ void ProbeSource::collect(Samples& out) {
       out.push_back({&kKside[i], l, static_cast<double>(sum.kside[i]) * (ns ? 1e-9 : 1.0)});
     }
     out.push_back({&kOpenAtExit, l, static_cast<double>(sum.open_at_exit)});
-    out.push_back({&kInProgress, l, static_cast<double>(open[f])});
+    out.push_back({&kAbandoned, l, static_cast<double>(sum.abandoned)});
+    // Each CPU counts the begins and ends it saw; only their sum means something.
+    uint64_t done = sum.calls + sum.open_at_exit + sum.abandoned;
+    out.push_back({&kInProgress, l, static_cast<double>(sum.entered > done ? sum.entered - done : 0)});
   }
   m.losses.resize(m.per_cpu.size());
   __u32 zero = 0;
@@ -213,7 +222,7 @@ Result<std::unique_ptr<ProbeSource>> make_probe_source(const ProbeTarget& target
                       "too many probes: at most " + std::to_string(PM_REQUEST_FUNC - 1) + " functions at once");
   }
   auto impl = std::make_unique<ProbeSource::Impl>();
-  auto loaded = load_skeleton<probe_bpf>("application probe", target.tree);
+  auto loaded = load_skeleton<probe_bpf>("application probe", target.tree, /*btf_only=*/true);
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
   impl->names = labels_of(target.probes);

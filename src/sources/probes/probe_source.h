@@ -35,6 +35,9 @@ class ProbeSource : public Source {
   [[nodiscard]] int ring_fd() const;
   void drain(size_t bound);
   void on_span(std::function<void(const Span&)> handler);
+  // Detaches the probes and hands on every span still in the kernel (the CPUs send spans in
+  // batches): call before the last collect.
+  void stop();
   // The slowest spans that carry their own request ID, longest first.
   [[nodiscard]] std::vector<Span> slowest_requests() const;
 
