@@ -11,3 +11,7 @@ echo "== CPU of the whole perf-monitor process (rusage), ${seconds} s each"
 echo
 echo "== eBPF overhead on a pinned pipe ping-pong"
 "$(dirname "$0")/sched_overhead.sh" "$build" 200000 5
+
+echo
+echo "== cost per probed call (uprobe + uretprobe), side by side"
+"$(dirname "$0")/probe_overhead.sh" "$build" 200000 5

@@ -550,6 +550,11 @@ int list_sources(const Config& config) {
                        "bytes"
                      : block.error().message);
   }
+  auto probe = make_probe_source({});  // loads and attaches no function: whether it could
+  fmt::print("{:<14} {:<14} {}\n", "probe", probe ? "available" : "unavailable",
+             probe ? "family probe (eBPF uprobes, USDT): --probe BINARY:FUNCTION[:argN]; requests marked with "
+                     "perf-monitor/annotate.h"
+                   : probe.error().message);
   list_events(config);
   return 0;
 }
