@@ -22,6 +22,9 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u64 wake_bytes = PM_SPAN_RING_BYTES / 4;
+// perf-monitor's own process: never followed (a probe on libc's malloc would otherwise see the
+// monitor's own work on the spans it reports, and feed on itself).
+const volatile __u32 self_tgid = 0;
 
 // Created at a thread's first probed call, freed with the thread.
 struct {
@@ -67,7 +70,8 @@ static __always_inline struct pm_probe_losses *losses_here(void) {
 static __always_inline struct pm_thread *current_thread(struct task_struct *task, bool create, __u64 now) {
   struct pm_thread *t = bpf_task_storage_get(&threads, task, 0, 0);
   if (t || !create) return t;
-  if (track_tree && !tgid_in_tree(bpf_get_current_pid_tgid() >> 32)) return 0;
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  if (tgid == self_tgid || (track_tree && !tgid_in_tree(tgid))) return 0;
   t = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
   if (t) {
     t->on_cpu_at = now;  // it is running: on-CPU time counts from here

@@ -58,7 +58,10 @@ TEST_F(SchedulerTest, PipePingPongOfTheTree) {
 TEST_F(SchedulerTest, SleepingIsBlockedOffCpuTime) {
   Outcome o = run_json({workload(), "naps", "10", "50"});
   EXPECT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_GE(num(o, "proc_blocked_seconds"), 0.5);
+  EXPECT_GE(num(o, "proc_blocked_seconds"), 0.5)
+      << "timing misses " << o.summary.value("scheduler_timing_misses", nlohmann::json()) << ", switches "
+      << o.summary.value("proc_sched_switches", nlohmann::json()) << ", wakeups "
+      << o.summary.value("proc_sched_wakeups", nlohmann::json());
   EXPECT_LT(num(o, "proc_blocked_seconds"), 1.0);
   EXPECT_LT(num(o, "proc_on_cpu_seconds"), 0.1);
 }

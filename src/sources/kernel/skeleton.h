@@ -45,6 +45,8 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
   if (!skel) return Error::from_errno(errno, "opening the " + what + " BPF programs");
   skel->rodata->track_tree = target.track_tree;
   skel->rodata->hist_unit_ns = target.hist_unit_ns;
+  // Objects that filter out perf-monitor's own threads in the kernel.
+  if constexpr (requires { skel->rodata->self_tgid; }) skel->rodata->self_tgid = static_cast<__u32>(::getpid());
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
     std::string_view name = bpf_program__name(prog);
