@@ -1,8 +1,8 @@
 // A small service for perf-monitor's application probes: each request does some CPU work,
 // sleeps, or writes and fsyncs a file, and is marked with PERF_MONITOR_REQUEST_BEGIN/END.
 //
-//   shop [--requests N] [--kind cpu|sleep|write|mix|none] [--ms MS] [--bytes B] [--dir DIR]
-//        [--threads T] [--first-id ID]
+//   shop [--requests N] [--kind cpu|sleep|write|nest|mix|none] [--ms MS] [--bytes B] [--dir DIR]
+//        [--threads T] [--first-id ID] [--depth N]
 //
 // Request i gets ID first-id + i. `mix` cycles cpu, sleep, write; `none` does no work (for
 // counting calls). Try it:
@@ -35,6 +35,7 @@ struct Options {
   std::string dir = "/var/tmp";
   int threads = 1;
   uint64_t first_id = 1;
+  long depth = 5;
 };
 
 volatile uint64_t sink;  // what the CPU work computes, so that it is not optimised away
@@ -90,6 +91,14 @@ SHOP_PROBED bool store(const std::string& dir, uint64_t id, long bytes) {
   return ok;
 }
 
+// Recursion: nest(n) calls itself down to 0, n + 1 calls in all (--kind nest, --depth N).
+SHOP_PROBED long nest(long n) {
+  if (n <= 0) return 0;
+  long inner = nest(n - 1);
+  sink = sink + 1;  // work after the call: the compiler cannot turn the recursion into a loop
+  return inner + 1;
+}
+
 // One request: its ID is the first argument (probe it with :arg1), and it is marked as a
 // request for perf-monitor.
 SHOP_PROBED int process_request(uint64_t id, const char* kind, const Options& o) {
@@ -104,6 +113,8 @@ SHOP_PROBED int process_request(uint64_t id, const char* kind, const Options& o)
     std::this_thread::sleep_for(std::chrono::milliseconds(o.ms));
   } else if (std::strcmp(kind, "write") == 0) {
     rc = store(o.dir, id, o.bytes) ? 0 : 1;
+  } else if (std::strcmp(kind, "nest") == 0) {
+    rc = nest(o.depth) == o.depth ? 0 : 1;
   }
   cart.checkout();
   PERF_MONITOR_REQUEST_END(id);
@@ -130,10 +141,11 @@ int main(int argc, char** argv) {
     else if (a == "--dir") o.dir = value();
     else if (a == "--threads") o.threads = std::atoi(value());
     else if (a == "--first-id") o.first_id = std::strtoull(value(), nullptr, 10);
+    else if (a == "--depth") o.depth = std::atol(value());
     else {
       std::fprintf(stderr,
-                   "usage: shop [--requests N] [--kind cpu|sleep|write|mix|none] [--ms MS] [--bytes B] [--dir DIR] "
-                   "[--threads T] [--first-id ID]\n");
+                   "usage: shop [--requests N] [--kind cpu|sleep|write|nest|mix|none] [--ms MS] [--bytes B] [--dir DIR] "
+                   "[--threads T] [--first-id ID] [--depth N]\n");
       return 2;
     }
   }

@@ -70,6 +70,23 @@ TEST_F(ProbeTest, CallsAreCountedExactly) {
   EXPECT_EQ(ids.rbegin()->first, 300u);
 }
 
+TEST_F(ProbeTest, RecursiveCallsAreEachCounted) {
+  // nest(5) is 6 nested calls of one function, per request; nest(20) is deeper than the 16
+  // levels a thread keeps: every call still counts, the deepest ones are not timed.
+  Outcome o = run_shop({kShop + ":shop::nest"}, {"--kind", "nest", "--depth", "5", "--requests", "10"});
+  EXPECT_EQ(calls(o, "shop::nest"), 60);
+  EXPECT_EQ(o.summary["probe"]["in_progress"]["shop::nest"]["max"].get<double>(), 0);
+  EXPECT_EQ(o.summary["probe_unmatched"].get<double>(), 0);
+  // Nested spans: an outer call lasts at least as long as the calls inside it.
+  auto s = spans(o, "shop::nest");
+  ASSERT_EQ(s.size(), 60u);
+  Outcome deep = run_shop({kShop + ":shop::nest"}, {"--kind", "nest", "--depth", "20", "--requests", "3"});
+  EXPECT_EQ(calls(deep, "shop::nest"), 63);
+  EXPECT_EQ(deep.summary["probe_too_deep"].get<double>(), 3 * (21 - 16));
+  EXPECT_EQ(deep.summary["probe"]["latency_seconds"]["shop::nest"]["count"].get<double>(), 3 * 16);
+  EXPECT_EQ(deep.summary["probe"]["in_progress"]["shop::nest"]["max"].get<double>(), 0);
+}
+
 TEST_F(ProbeTest, SleepingCallsAreBlockedOffCpu) {
   Outcome o = run_shop({kShop + ":process_request"}, {"--kind", "sleep", "--ms", "20", "--requests", "5"});
   auto s = spans(o, kProcess);
