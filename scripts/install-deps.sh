@@ -17,6 +17,8 @@ packages=(
   clang llvm                         # compiling the eBPF programs (bpf/*.bpf.c)
   bpftool                            # vmlinux.h from the kernel's BTF, and the skeletons
   libbpf-dev libelf-dev zlib1g-dev   # loading the eBPF programs (libbpf and what it links)
+  libcpp-httplib-dev                 # the HTTP server of the Prometheus exporter (--prometheus)
+  prometheus                         # tests: promtool's linter and a real server scraping perf-monitor
 )
 
 if [ "${1:-}" = bench ]; then

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/duration.h"
+#include "core/listen_address.h"
 #include "core/version.h"
 #include "sources/counters/event_catalogue.h"
 
@@ -20,6 +21,9 @@ Examples:
   perf-monitor attach --pid 1234            follow a running process tree until it exits
   perf-monitor list                         which sources work on this host, and why not
   perf-monitor --config perf-monitor.toml   settings from a file; flags override it
+  perf-monitor --prometheus 9464            also serve http://127.0.0.1:9464/metrics to Prometheus
+  perf-monitor --prometheus 0.0.0.0:9464 --output /dev/null
+                                            serve on every interface (for a fleet), no text output
 
 Exit status: the command's own in `run` (128+N when killed by signal N), 127 when it cannot
 be found, 126 when it cannot be executed, 2 for usage errors, 1 for other failures.
@@ -42,7 +46,7 @@ Invocation parse_command_line(int argc, char** argv) {
   app.set_version_flag("-V,--version", "perf-monitor " PERF_MONITOR_VERSION);
   app.require_subcommand(0, 1);
 
-  std::string format, output, interval, duration, config_path, tree_interval, events;
+  std::string format, output, interval, duration, config_path, tree_interval, events, prometheus;
   auto add_common = [&](CLI::App* a) {
     a->add_option("-f,--format", format, "Output format: text (default) or json (JSON Lines)")
         ->check(CLI::IsMember({"text", "json"}));
@@ -56,6 +60,10 @@ Invocation parse_command_line(int argc, char** argv) {
                   "r01c2, cpu/event=0x2e,umask=0x41/, power/energy-pkg/ ... (see `perf-monitor list`)");
     a->add_option("--tree-interval", tree_interval,
                   "How often the process tree is read (default 100ms in run, the interval in attach)");
+    a->add_option("--prometheus", prometheus,
+                  "Also serve /metrics for Prometheus at ADDR:PORT while monitoring, e.g. 9464 (127.0.0.1:9464), "
+                  "0.0.0.0:9464 (every interface), [::1]:9464; alongside the text or JSON output")
+        ->type_name("ADDR:PORT");
   };
   add_common(&app);
 
@@ -105,6 +113,11 @@ Invocation parse_command_line(int argc, char** argv) {
   Config& c = inv.config;
   if (!format.empty()) c.format = format == "json" ? OutputFormat::kJson : OutputFormat::kText;
   if (!output.empty()) c.output_path = output;
+  if (!prometheus.empty()) {
+    auto addr = parse_listen_address(prometheus);
+    if (!addr) return fail("--prometheus " + addr.error().message);
+    c.prometheus_listen = prometheus;
+  }
   auto set_duration = [&](const std::string& text, const char* flag, auto& field) -> bool {
     if (text.empty()) return true;
     auto d = parse_duration(text);
