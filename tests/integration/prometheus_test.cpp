@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -136,6 +137,56 @@ std::string listening_address(int port) {
   return {};
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Every `perf_monitor_…` name docs/metrics.md gives, with {a,b} alternatives expanded.
+std::set<std::string> documented_names() {
+  std::set<std::string> names;
+  std::string doc = read_file(std::string(PM_SOURCE_DIR) + "/docs/metrics.md");
+  std::vector<std::string> pending;
+  for (size_t at = doc.find("`perf_monitor_"); at != std::string::npos; at = doc.find("`perf_monitor_", at + 1)) {
+    size_t end = doc.find('`', at + 1);
+    pending.push_back(doc.substr(at + 1, end - at - 1));
+  }
+  while (!pending.empty()) {
+    std::string n = pending.back();
+    pending.pop_back();
+    size_t open = n.find('{');
+    if (open == std::string::npos) {
+      names.insert(n);
+      continue;
+    }
+    size_t close = n.find('}', open);
+    std::string alts = n.substr(open + 1, close - open - 1);
+    for (size_t from = 0;;) {
+      size_t comma = alts.find(',', from);
+      pending.push_back(n.substr(0, open) + alts.substr(from, comma - from) + n.substr(close + 1));
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+  }
+  return names;
+}
+
+// The metric names (TYPE lines) of an exposition that docs/metrics.md does not give. Counter
+// events are documented by their pattern, perf_monitor_pmc_<event>_total.
+std::vector<std::string> undocumented(const std::string& exposition) {
+  std::set<std::string> docs = documented_names();
+  std::vector<std::string> missing;
+  std::istringstream in(exposition);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) != 0) continue;
+    std::string name = line.substr(7, line.find(' ', 7) - 7);
+    if (docs.count(name) == 0 && name.rfind("perf_monitor_pmc_", 0) != 0) missing.push_back(name);
+  }
+  return missing;
+}
+
 TEST(Prometheus, HelpShowsTheFlagWithAnExample) {
   Outcome o = run_pm({"--help"});
   EXPECT_EQ(o.exit_code, 0);
@@ -174,6 +225,7 @@ TEST(Prometheus, PromtoolAcceptsALiveScrapeOfEveryFamily) {
   }
   EXPECT_EQ(r.body.find("\nperf_monitor_cpu_utilisation"), std::string::npos);  // a ratio: rate() / rate()
 
+  EXPECT_EQ(undocumented(r.body), std::vector<std::string>{}) << "add them to docs/metrics.md";
   auto samples = parse_exposition(r.body);
   check_histograms(samples);
   // Availability: what the summary says could not start is 0, what runs is 1.
@@ -204,6 +256,8 @@ TEST(Prometheus, ServesTheTreeInRunAndAttach) {
   EXPECT_EQ(samples["perf_monitor_source_up{source=\"process_tree\"}"], 1);
   std::string report;
   EXPECT_EQ(promtool_check(body, &report), 0) << report;
+  EXPECT_EQ(undocumented(body), std::vector<std::string>{}) << "add them to docs/metrics.md";
+  check_histograms(samples);
   Outcome ro = run.stop(SIGINT);
   EXPECT_EQ(ro.exit_code, 128 + SIGINT) << ro.err;  // the command's status: SIGINT was passed on
 
