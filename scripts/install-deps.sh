@@ -18,6 +18,7 @@ packages=(
   bpftool                            # vmlinux.h from the kernel's BTF, and the skeletons
   libbpf-dev libelf-dev zlib1g-dev   # loading the eBPF programs (libbpf and what it links)
   libcpp-httplib-dev                 # the HTTP server of the Prometheus exporter (--prometheus)
+  dpkg-dev                           # cpack -G DEB: dpkg-shlibdeps works out the package's dependencies
   prometheus                         # tests: promtool's linter and a real server scraping perf-monitor
 )
 

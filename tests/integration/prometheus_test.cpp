@@ -531,5 +531,51 @@ TEST(Prometheus, ThreeInstancesSummedByOnePrometheus) {
   EXPECT_GT(total, 0);
 }
 
+// The examples shipped in packaging/: the scrape configuration is one Prometheus accepts, and
+// every query of the Grafana dashboard is valid PromQL over documented metric names.
+TEST(Prometheus, PackagingExamplesAreValid) {
+  if (::access("/usr/bin/promtool", X_OK) != 0) GTEST_SKIP() << "promtool (Debian package prometheus) not installed";
+  std::string dir = std::string(PM_SOURCE_DIR) + "/packaging";
+  std::string base = temp_base();
+  std::string cmd = "promtool check config " + dir + "/prometheus.yml > " + base + ".out 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << read_file(base + ".out");
+
+  auto dash = nlohmann::json::parse(read_file(dir + "/grafana-dashboard.json"), nullptr, false);
+  ASSERT_FALSE(dash.is_discarded()) << "grafana-dashboard.json is not JSON";
+  std::vector<std::string> exprs;
+  for (const auto& panel : dash["panels"]) {
+    for (const auto& t : panel.value("targets", nlohmann::json::array())) exprs.push_back(t["expr"]);
+  }
+  ASSERT_GE(exprs.size(), 10u);
+  // As recording rules, with Grafana's variables replaced by what Grafana would put there.
+  std::set<std::string> docs = documented_names();
+  std::ofstream rules(base + ".rules.yml");
+  rules << "groups:\n  - name: dashboard\n    rules:\n";
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    std::string e = exprs[i];
+    for (auto [var, value] : {std::pair{"$__rate_interval", "1m"}, std::pair{"$instance", ".*"}}) {
+      for (size_t at; (at = e.find(var)) != std::string::npos;) e.replace(at, std::string(var).size(), value);
+    }
+    rules << "      - record: dashboard:query" << i << "\n        expr: " << nlohmann::json(e).dump() << "\n";
+    for (size_t at = e.find("perf_monitor_"); at != std::string::npos; at = e.find("perf_monitor_", at + 1)) {
+      size_t end = e.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_", at);
+      std::string name = e.substr(at, end - at);
+      if (e.compare(end, 2, ".*") == 0) continue;  // a regular expression over names
+      for (const char* suffix : {"_bucket", "_count", "_sum"}) {
+        if (docs.count(name) == 0 && name.size() > std::strlen(suffix) &&
+            name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0) {
+          name.resize(name.size() - std::strlen(suffix));
+        }
+      }
+      EXPECT_EQ(docs.count(name), 1u) << name << " (dashboard) is not in docs/metrics.md";
+    }
+  }
+  rules.close();
+  cmd = "promtool check rules " + base + ".rules.yml > " + base + ".out 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << read_file(base + ".out");
+  ::unlink((base + ".rules.yml").c_str());
+  ::unlink((base + ".out").c_str());
+}
+
 }  // namespace
 }  // namespace pm::test
