@@ -102,6 +102,7 @@ class Monitor {
       // After the command's fork (see PrometheusSink::serve), before the first tick.
       prom_->session(session_status());
       if (auto served = prom_->serve(); !served) return fail(served.error().message);
+      fmt::print(stderr, "perf-monitor: Prometheus metrics at http://{}/metrics\n", prom_->address().text());
     }
 
     if (auto r = loop_->run(); !r) return fail(r.error().message);
