@@ -1,6 +1,7 @@
 // Runs the real perf-monitor binary, as a user would, and collects what it printed.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -46,7 +47,7 @@ class RunningPm {
   [[nodiscard]] std::string out_so_far() const;
   [[nodiscard]] std::string err_so_far() const;
   // Sends sig (unless it already exited), waits for the end, and collects what it printed.
-  Outcome stop(int sig = 2 /* SIGINT */, std::chrono::seconds timeout = std::chrono::seconds(30));
+  Outcome stop(int sig = SIGINT, std::chrono::seconds timeout = std::chrono::seconds(30));
 
  private:
   std::string base_;
