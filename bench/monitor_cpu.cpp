@@ -3,11 +3,20 @@
 //
 //   monitor_cpu PERF_MONITOR WORKLOAD SECONDS
 //
-// Prints the monitor's CPU share in live system-wide mode at a 1 s interval, and in `run` mode
-// following a 10-process tree sampled every 100 ms, with the cost per process sample.
+// Prints the monitor's CPU share in live system-wide mode at a 1 s interval, the same with
+// --prometheus and a scraper fetching /metrics every second, and in `run` mode following a
+// 10-process tree sampled every 100 ms, with the cost per process sample.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include <cstdio>
 #include <cstdlib>
@@ -21,7 +30,57 @@ struct Usage {
   int status = 0;
 };
 
-Usage run(std::vector<std::string> args) {
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  socklen_t len = sizeof sa;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  ::close(fd);
+  return ntohs(sa.sin_port);
+}
+
+// One GET /metrics, as a scraper does; the bytes of the response (0 when not served).
+size_t scrape(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  size_t total = 0;
+  static const char kReq[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
+      ::send(fd, kReq, sizeof kReq - 1, MSG_NOSIGNAL) > 0) {
+    char buf[65536];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) total += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return total;
+}
+
+// CPU time of every thread of pid but the main one (the exporter's server threads), from the
+// scheduler's own accounting (/proc/PID/task/TID/schedstat, nanoseconds on CPU): exact, where
+// rusage has the 10 ms granularity of ticks on some kernels.
+double other_threads_cpu_seconds(pid_t pid) {
+  double sum = 0;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename() == std::to_string(pid)) continue;
+    std::ifstream in(e.path() / "schedstat");
+    double ns = 0;
+    if (in >> ns) sum += ns * 1e-9;
+  }
+  return sum;
+}
+
+// Runs the monitor to its end; with scrape_port, fetches its /metrics every second meanwhile
+// and reads the CPU its server threads used after the first 3 scrapes (threads started, stacks
+// touched) and one second before the end: *server_seconds is the steady-state difference, over
+// *steady_scrapes scrapes.
+Usage run(std::vector<std::string> args, int scrape_port = 0, size_t* scrapes = nullptr,
+          double* server_seconds = nullptr, int seconds = 0, size_t* steady_scrapes = nullptr) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -32,7 +91,29 @@ Usage run(std::vector<std::string> args) {
   }
   int status = 0;
   rusage ru{};
-  ::wait4(pid, &status, 0, &ru);
+  if (scrape_port != 0) {
+    auto start = std::chrono::steady_clock::now(), next = start;
+    double warm = -1;
+    size_t warm_scrapes = 0;
+    bool measured = false;
+    while (::wait4(pid, &status, WNOHANG, &ru) == 0) {
+      next += std::chrono::seconds(1);
+      std::this_thread::sleep_until(next);
+      if (next - start >= std::chrono::seconds(seconds - 1) && server_seconds != nullptr && !measured) {
+        measured = true;
+        *server_seconds = other_threads_cpu_seconds(pid) - warm;
+        *steady_scrapes = *scrapes - warm_scrapes;
+        continue;  // the last second: no scrape after the measurement
+      }
+      if (scrape(scrape_port) > 0 && scrapes != nullptr) ++*scrapes;
+      if (server_seconds != nullptr && warm < 0 && *scrapes == 3) {
+        warm = other_threads_cpu_seconds(pid);
+        warm_scrapes = *scrapes;
+      }
+    }
+  } else {
+    ::wait4(pid, &status, 0, &ru);
+  }
   auto sec = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
   return {sec(ru.ru_utime) + sec(ru.ru_stime), status};
 }
@@ -52,6 +133,24 @@ int main(int argc, char** argv) {
   double live_pct = 100.0 * live.cpu_seconds / seconds;
   std::printf("live system-wide, 1 s interval, %d s: monitor CPU %.1f ms = %.3f%% of one CPU (goal <= 0.2%%)\n",
               seconds, live.cpu_seconds * 1e3, live_pct);
+
+  // The exporter on: first unscraped (its threads and the render at each interval), then
+  // scraped every second like Prometheus would (the difference is the cost of the scrapes).
+  Usage idle = run({pm, "--interval", "1s", "--duration", dur, "--output", "/dev/null", "--prometheus",
+                    std::to_string(free_port())});
+  std::printf("  with --prometheus, not scraped: monitor CPU %.1f ms = %.3f%% of one CPU (%+.1f ms)\n",
+              idle.cpu_seconds * 1e3, 100.0 * idle.cpu_seconds / seconds, (idle.cpu_seconds - live.cpu_seconds) * 1e3);
+  int port = free_port();
+  size_t scrapes = 0, steady = 0;
+  double server = 0;
+  Usage prom = run({pm, "--interval", "1s", "--duration", dur, "--output", "/dev/null", "--prometheus",
+                    std::to_string(port)},
+                   port, &scrapes, &server, seconds, &steady);
+  std::printf("  with --prometheus, scraped every 1 s (%zu scrapes): monitor CPU %.1f ms = %.3f%% of one CPU "
+              "(%+.1f ms); server threads once warm: %.0f us per scrape (%zu scrapes)\n",
+              scrapes, prom.cpu_seconds * 1e3, 100.0 * prom.cpu_seconds / seconds,
+              (prom.cpu_seconds - live.cpu_seconds) * 1e3, steady > 0 ? server * 1e6 / static_cast<double>(steady) : 0.0,
+              steady);
 
   // wait4 on the monitor counts only the monitor: the workload's time goes to the monitor's
   // children totals, not its own. The marginal cost per process is the difference between a

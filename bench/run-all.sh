@@ -6,6 +6,9 @@ seconds=${2:-30}
 echo "== sampling cost per pass (Google Benchmark)"
 "$build/bench/sampling_bench" --benchmark_min_time=0.5
 echo
+echo "== Prometheus export: render one interval, serve one scrape (Google Benchmark)"
+"$build/bench/prometheus_bench" --benchmark_min_time=0.5
+echo
 echo "== CPU of the whole perf-monitor process (rusage), ${seconds} s each"
 "$build/bench/monitor_cpu" "$build/perf-monitor" "$build/tests/pm-workload" "$seconds"
 echo

@@ -102,6 +102,7 @@ static __always_inline int on_rq_issue(struct request *rq) {
   __s64 depth = n ? __sync_fetch_and_add(n, 1) + 1 : 1;
   __u32 b = PM_BUCKET(log2_bucket(depth > 0 ? (__u64)depth : 0), PM_QD_BUCKETS);
   s->qd_hist[b]++;
+  s->qd_sum += depth > 0 ? (__u64)depth : 0;
   __u64 key = (__u64)rq, now = bpf_ktime_get_ns();
   bpf_map_update_elem(&issued, &key, &now, BPF_ANY);
   return 0;

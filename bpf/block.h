@@ -21,6 +21,7 @@ struct pm_dev_stats {
   __u64 lat_ns;
   __u64 lat_hist[PM_LAT_BUCKETS];
   __u64 qd_hist[PM_QD_BUCKETS];  /* requests in flight when a request was issued, itself included */
+  __u64 qd_sum;                  /* the sum of those depths: the histogram's sum */
 };
 
 /* The target tree's bios, one slot per CPU. */

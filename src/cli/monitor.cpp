@@ -17,6 +17,7 @@
 #include "cli/target.h"
 #include "core/aggregator.h"
 #include "core/event_loop.h"
+#include "sinks/prometheus.h"
 #include "sinks/sink.h"
 #include "sources/counters/counter_group.h"
 #include "sources/counters/counters_source.h"
@@ -100,6 +101,12 @@ class Monitor {
       if (int rc = release_command(*child); rc >= 0) return rc;
     }
     sink_->unavailable(unavailable_);  // once the target has started: errors stay one line
+    if (prom_) {
+      // After the command's fork (see PrometheusSink::serve), before the first tick.
+      prom_->session(session_status());
+      if (auto served = prom_->serve(); !served) return fail(served.error().message);
+      fmt::print(stderr, "perf-monitor: Prometheus metrics at http://{}/metrics\n", prom_->address().text());
+    }
 
     if (auto r = loop_->run(); !r) return fail(r.error().message);
     return finish();
@@ -122,8 +129,41 @@ class Monitor {
       }
       owned_out_.reset(out_);
     }
-    sink_ = cfg_.format == OutputFormat::kJson ? make_json_sink(out_) : make_text_sink(out_);
+    std::vector<std::unique_ptr<Sink>> sinks;
+    sinks.push_back(cfg_.format == OutputFormat::kJson ? make_json_sink(out_) : make_text_sink(out_));
+    if (!cfg_.prometheus_listen.empty()) {
+      // Bound now, so a busy port is one line and exit 2 before anything starts; served from
+      // run() once the sources are up.
+      auto addr = parse_listen_address(cfg_.prometheus_listen);
+      if (!addr) {
+        print_error("--prometheus " + addr.error().message);
+        return kExitUsage;
+      }
+      auto prom = PrometheusSink::bind(*addr);
+      if (!prom) {
+        print_error(prom.error().message);
+        return prom.error().code == Errc::kInvalidArgument ? kExitUsage : kExitFailure;
+      }
+      prom_ = prom->get();
+      sinks.push_back(std::move(*prom));
+    }
+    sink_ = make_fanout_sink(std::move(sinks));
     return 0;
+  }
+
+  // What the Prometheus sink exports about the session itself.
+  SessionStatus session_status() const {
+    SessionStatus st;
+    st.mode = target_.mode == Mode::kRun ? "run" : target_.mode == Mode::kAttach ? "attach" : "system";
+    st.running = running_;
+    st.unavailable = unavailable_;
+    st.missed_ticks = loop_->missed_ticks();
+    st.samples = samples_seen_;
+    if (events_) {
+      st.proc_events = events_->events();
+      st.proc_event_overruns = events_->overruns();
+    }
+    return st;
   }
 
   void build_sources() {
@@ -150,6 +190,7 @@ class Monitor {
     }
     for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
     (slow ? slow_ : fast_).push_back(std::move(*src));
+    running_.emplace_back(name);
   }
 
   // Energy: the power PMU's events count with the other counters; where none counts, the
@@ -208,13 +249,17 @@ class Monitor {
       return;
     }
     events_.emplace(std::move(*ev));
+    running_.emplace_back("proc_events");
     auto st = loop_->add_fd(events_->fd(), [this] {
       events_->drain({[this](int ptgid, int cpid, int ctgid) { tree_->on_fork(ptgid, cpid, ctgid); },
                       [this](int pid, int tgid) {
                         if (pid == tgid) tree_->on_exit(pid);
                       }});
     });
-    if (!st) events_.reset();
+    if (!st) {
+      events_.reset();
+      running_.pop_back();
+    }
   }
 
   // What perf-monitor changes for itself; the command gets the original back (ExecState).
@@ -240,6 +285,7 @@ class Monitor {
     if (!child) return child.error();
     root_ = child->pid();
     tree_->add_root(root_);
+    running_.emplace_back("process_tree");
     info_.pid = root_;
     // Inherited by everything the command forks, enabled by its exec: nothing before counts.
     open_counters({{root_}, /*enable_on_exec=*/true});
@@ -272,6 +318,7 @@ class Monitor {
     }
     pidfd_ = std::move(*pidfd);
     info_.pid = root_;
+    running_.emplace_back("process_tree");
     open_proc_events();
     auto st = loop_->add_fd(pidfd_.get(), [this] {
       info_.end_reason = interrupted_ ? "interrupted" : "exited";
@@ -313,6 +360,7 @@ class Monitor {
       for (Unavailable& u : (*src)->unsupported()) unavailable_.push_back(std::move(u));
       for (const RatioRule& r : (*src)->ratios()) agg_.add_ratio(r);
       counters_ = std::move(*src);
+      running_.emplace_back("pmc");
     }
     if (!counters_ || !counters_->counts_energy()) open_powercap();
   }
@@ -340,22 +388,27 @@ class Monitor {
     return ok ? 0 : kExitFailure;
   }
 
+  void observe() {
+    samples_seen_ += samples_.size();
+    agg_.observe(samples_, MonoClock::now());
+  }
+
   void sample(std::vector<std::unique_ptr<Source>>& sources) {
     samples_.clear();
     for (auto& src : sources) src->collect(samples_);
-    agg_.observe(samples_, MonoClock::now());
+    observe();
   }
 
   void sample_tree() {
     samples_.clear();
     tree_->collect(samples_);
-    agg_.observe(samples_, MonoClock::now());
+    observe();
   }
 
   void sample_counters() {
     samples_.clear();
     counters_->collect(samples_);
-    agg_.observe(samples_, MonoClock::now());
+    observe();
   }
 
   void tick() {
@@ -364,6 +417,7 @@ class Monitor {
     // are read here in step.
     if (tree_in_step_) sample_tree();
     if (counters_in_step_) sample_counters();
+    if (prom_) prom_->session(session_status());
     sink_->interval(agg_.close_interval(MonoClock::now()));
   }
 
@@ -466,6 +520,9 @@ class Monitor {
   std::FILE* out_ = nullptr;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> owned_out_{nullptr, std::fclose};
   std::unique_ptr<Sink> sink_;
+  PrometheusSink* prom_ = nullptr;  // one of sink_'s, when --prometheus is given
+  std::vector<std::string> running_;  // sources that started (for perf_monitor_source_up)
+  uint64_t samples_seen_ = 0;         // samples read from the sources (perf_monitor_self_samples_total)
   Samples samples_;
   RunInfo info_;
   UniqueFd pidfd_;

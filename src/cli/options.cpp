@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/duration.h"
+#include "core/listen_address.h"
 #include "core/version.h"
 #include "sources/counters/event_catalogue.h"
 #include "sources/probes/symbols.h"
@@ -27,6 +28,9 @@ Examples:
                                             request ID (the slowest requests are listed)
   perf-monitor run --probe 'app:shop::Cart::add(int)' --probe libc.so.6:malloc -- ./app
                                             a C++ overload by its parameters; a library function
+  perf-monitor --prometheus 9464            also serve http://127.0.0.1:9464/metrics to Prometheus
+  perf-monitor --prometheus 0.0.0.0:9464 --output /dev/null
+                                            serve on every interface (for a fleet), no text output
 
 Requests an application marks with PERF_MONITOR_REQUEST_BEGIN/END (include/perf-monitor/
 annotate.h) are followed by default in run and attach.
@@ -52,7 +56,7 @@ Invocation parse_command_line(int argc, char** argv) {
   app.set_version_flag("-V,--version", "perf-monitor " PERF_MONITOR_VERSION);
   app.require_subcommand(0, 1);
 
-  std::string format, output, interval, duration, config_path, tree_interval, events;
+  std::string format, output, interval, duration, config_path, tree_interval, events, prometheus;
   std::vector<std::string> probe_texts;
   auto add_common = [&](CLI::App* a) {
     a->add_option("-f,--format", format, "Output format: text (default) or json (JSON Lines)")
@@ -73,6 +77,10 @@ Invocation parse_command_line(int argc, char** argv) {
                   "request ID from integer argument N (1-6)")
         ->allow_extra_args(false)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    a->add_option("--prometheus", prometheus,
+                  "Also serve /metrics for Prometheus at ADDR:PORT while monitoring, e.g. 9464 (127.0.0.1:9464), "
+                  "0.0.0.0:9464 (every interface), [::1]:9464; alongside the text or JSON output")
+        ->type_name("ADDR:PORT");
   };
   add_common(&app);
 
@@ -122,6 +130,11 @@ Invocation parse_command_line(int argc, char** argv) {
   Config& c = inv.config;
   if (!format.empty()) c.format = format == "json" ? OutputFormat::kJson : OutputFormat::kText;
   if (!output.empty()) c.output_path = output;
+  if (!prometheus.empty()) {
+    auto addr = parse_listen_address(prometheus);
+    if (!addr) return fail("--prometheus " + addr.error().message);
+    c.prometheus_listen = prometheus;
+  }
   auto set_duration = [&](const std::string& text, const char* flag, auto& field) -> bool {
     if (text.empty()) return true;
     auto d = parse_duration(text);

@@ -137,6 +137,7 @@ IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {
       case MetricKind::kCounter:
         v.value = s.last - s.at_close;
         v.rate = rec.seconds > 0 ? v.value / rec.seconds : 0;
+        v.total = s.last - s.first;
         break;
       case MetricKind::kGauge:
         v.value = s.last;
@@ -149,6 +150,8 @@ IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {
         v.p50 = log2_quantile(v.buckets, 0.5, s.desc->bucket_base);
         v.p90 = log2_quantile(v.buckets, 0.9, s.desc->bucket_base);
         v.p99 = log2_quantile(v.buckets, 0.99, s.desc->bucket_base);
+        v.total = s.last - s.first;
+        v.total_buckets = bucket_delta(s.last_buckets, s.first_buckets);
         break;
     }
     rec.values.push_back(std::move(v));

@@ -24,6 +24,11 @@ struct IntervalValue {
   std::vector<uint64_t> buckets;   // histogram: counts added in the interval
   double p50 = 0, p90 = 0, p99 = 0;  // histogram: quantiles of the interval's values
   bool derived = false;            // a ratio the core computed (RatioRule)
+  // Counter: increase since the series was first observed; histogram: its sum since then. What
+  // a sink that exports running totals (Prometheus) prints: it never goes down, even when the
+  // source's own count was reset.
+  double total = 0;
+  std::vector<uint64_t> total_buckets;  // histogram: counts since the series was first observed
 };
 
 struct IntervalRecord {

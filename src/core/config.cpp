@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "core/duration.h"
+#include "core/listen_address.h"
 
 namespace pm {
 namespace {
@@ -174,6 +175,13 @@ Status apply_section(std::string_view origin, const std::string& name, const tom
   } else if (name == "prometheus") {
     PM_TRY(s.check_keys({"listen"}));
     PM_TRY(s.get("listen", c.prometheus_listen));
+    // Empty: not served. Anything else must be an address we can listen on.
+    if (!c.prometheus_listen.empty()) {
+      if (auto a = parse_listen_address(c.prometheus_listen); !a) {
+        return make_error(Errc::kInvalidArgument, where(origin, t.get("listen")->source()) +
+                                                      ": [prometheus] listen: " + a.error().message);
+      }
+    }
   } else {
     return make_error(Errc::kInvalidArgument,
                       where(origin, t.source()) + ": unknown section [" + name +

@@ -45,6 +45,7 @@ struct Config {
   // Unit of the latency histograms (bucket i counts latencies below 2^i units), in ns.
   uint64_t scheduler_hist_unit_ns = 1000;
   uint64_t block_io_hist_unit_ns = 1000;
+  // [prometheus] listen / --prometheus: serve /metrics there while monitoring (empty: not served).
   std::string prometheus_listen;
   std::vector<ProbeSpec> probes;
 };

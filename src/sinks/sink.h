@@ -40,5 +40,7 @@ class Sink {
 
 std::unique_ptr<Sink> make_text_sink(std::FILE* out);
 std::unique_ptr<Sink> make_json_sink(std::FILE* out);
+// Passes everything to each sink in turn: the chosen output, and Prometheus beside it.
+std::unique_ptr<Sink> make_fanout_sink(std::vector<std::unique_ptr<Sink>> sinks);
 
 }  // namespace pm

@@ -273,6 +273,27 @@ TEST(Aggregator, HistogramBucketDeltas) {
   EXPECT_EQ(s->buckets, (std::vector<uint64_t>{2, 2, 5, 1}));
 }
 
+// What a sink of running totals (Prometheus) prints: since first observation, through a reset.
+TEST(Aggregator, IntervalCarriesRunningTotals) {
+  Aggregator agg;
+  agg.observe({counter(100), {&kLatency, {}, 1, {1, 0, 0}}}, t0);
+  agg.observe({counter(130), {&kLatency, {}, 4, {2, 3, 0}}}, t0 + seconds(1));
+  IntervalRecord rec = agg.close_interval(t0 + seconds(1));
+  EXPECT_DOUBLE_EQ(find(rec.values, kReqs)->total, 30.0);
+  EXPECT_DOUBLE_EQ(find(rec.values, kLatency)->total, 3.0);  // the sum: 4 - 1
+  EXPECT_EQ(find(rec.values, kLatency)->total_buckets, (std::vector<uint64_t>{1, 3, 0}));
+  // The counter was reset (130 -> 5): the total keeps the 30 it had counted, never goes
+  // down, and goes on from the new value.
+  agg.observe({counter(5), {&kLatency, {}, 6, {2, 3, 4}}}, t0 + seconds(2));
+  rec = agg.close_interval(t0 + seconds(2));
+  EXPECT_DOUBLE_EQ(find(rec.values, kReqs)->total, 30.0);
+  EXPECT_EQ(find(rec.values, kLatency)->total_buckets, (std::vector<uint64_t>{1, 3, 4}));
+  EXPECT_EQ(find(rec.values, kLatency)->buckets, (std::vector<uint64_t>{0, 0, 4}));
+  agg.observe({counter(12)}, t0 + seconds(3));
+  rec = agg.close_interval(t0 + seconds(3));
+  EXPECT_DOUBLE_EQ(find(rec.values, kReqs)->total, 37.0);
+}
+
 TEST(Aggregator, SeriesInFirstSeenOrder) {
   Aggregator agg;
   agg.observe({gauge(1), counter(1, {{"dev", "b"}})}, t0);

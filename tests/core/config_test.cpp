@@ -209,5 +209,21 @@ TEST(ConfigHistogramUnits, ParsedAsNanosecondsAndCheckedByName) {
   EXPECT_NE(bad.error().message.find("histogram_unit"), std::string::npos);
 }
 
+// [prometheus] listen: empty is off; anything else must be an address we could listen on,
+// checked when the file is read, with its place in the file.
+TEST(ConfigPrometheus, ListenIsCheckedWhereItIsWritten) {
+  Config c;
+  ASSERT_TRUE(apply_toml("[prometheus]\nlisten = \"0.0.0.0:9464\"\n", "file.toml", c).ok());
+  EXPECT_EQ(c.prometheus_listen, "0.0.0.0:9464");
+  Config off;
+  ASSERT_TRUE(apply_toml("[prometheus]\nlisten = \"\"\n", "file.toml", off).ok());
+  EXPECT_TRUE(off.prometheus_listen.empty());
+  Error e = apply_error("[output]\nformat = \"json\"\n[prometheus]\nlisten = \"metrics:9464\"\n");
+  EXPECT_EQ(e.code, Errc::kInvalidArgument);
+  EXPECT_NE(e.message.find("file.toml:4:"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("[prometheus] listen"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("127.0.0.1:9464"), std::string::npos) << e.message;  // says what to write
+}
+
 }  // namespace
 }  // namespace pm

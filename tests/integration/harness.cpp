@@ -52,8 +52,7 @@ pid_t start_pm(const std::vector<std::string>& args, const std::string& out_path
 }
 
 Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts) {
-  std::string base = scratch_dir() + "/pm-test-" + std::to_string(::getpid()) + "-" +
-                     std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::string base = temp_base();
   std::string out_path = base + ".out", err_path = base + ".err";
   pid_t pid = start_pm(args, out_path, err_path);
   Outcome o;
@@ -80,6 +79,12 @@ Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts) {
   o.err = slurp(err_path);
   ::unlink(out_path.c_str());
   ::unlink(err_path.c_str());
+  parse_records(o);
+  return o;
+}
+
+void parse_records(Outcome& o) {
+  o.records.clear();
   std::istringstream lines(o.out);
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line.front() != '{') continue;
@@ -88,6 +93,59 @@ Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts) {
     if (j.value("type", "") == "summary") o.summary = j;
     o.records.push_back(std::move(j));
   }
+}
+
+std::string temp_base() {
+  return scratch_dir() + "/pm-test-" + std::to_string(::getpid()) + "-" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+RunningPm::RunningPm(const std::vector<std::string>& args) : base_(temp_base()) {
+  pid_ = start_pm(args, base_ + ".out", base_ + ".err");
+}
+
+RunningPm::~RunningPm() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  ::unlink((base_ + ".out").c_str());
+  ::unlink((base_ + ".err").c_str());
+}
+
+bool RunningPm::running() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    exit_status_ = status;
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+std::string RunningPm::out_so_far() const { return slurp(base_ + ".out"); }
+std::string RunningPm::err_so_far() const { return slurp(base_ + ".err"); }
+
+Outcome RunningPm::stop(int sig, std::chrono::seconds timeout) {
+  Outcome o;
+  if (running()) {
+    ::kill(pid_, sig);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (running() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (running()) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &exit_status_, 0);
+      pid_ = -1;
+    }
+  }
+  o.exit_code = WIFEXITED(exit_status_) ? WEXITSTATUS(exit_status_) : 128 + WTERMSIG(exit_status_);
+  o.out = out_so_far();
+  o.err = err_so_far();
+  parse_records(o);
   return o;
 }
 

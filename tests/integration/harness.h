@@ -1,6 +1,7 @@
 // Runs the real perf-monitor binary, as a user would, and collects what it printed.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -28,6 +29,31 @@ struct RunOptions {
 Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts = {});
 // Starts perf-monitor with stdout and stderr to the given files, in a process group of its own.
 pid_t start_pm(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path);
+// Fills o.records and o.summary from the JSON lines of o.out.
+void parse_records(Outcome& o);
+// A fresh path prefix in the scratch directory.
+std::string temp_base();
+
+// perf-monitor running in the background, for tests that talk to it while it runs. Killed
+// (SIGKILL) if still running when destroyed.
+class RunningPm {
+ public:
+  explicit RunningPm(const std::vector<std::string>& args);
+  ~RunningPm();
+  RunningPm(const RunningPm&) = delete;
+  RunningPm& operator=(const RunningPm&) = delete;
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  bool running();  // false once it exited (then reaped)
+  [[nodiscard]] std::string out_so_far() const;
+  [[nodiscard]] std::string err_so_far() const;
+  // Sends sig (unless it already exited), waits for the end, and collects what it printed.
+  Outcome stop(int sig = SIGINT, std::chrono::seconds timeout = std::chrono::seconds(30));
+
+ private:
+  std::string base_;
+  pid_t pid_ = -1;
+  int exit_status_ = 0;
+};
 
 inline std::string binary() { return PM_BINARY; }
 inline std::string workload() { return PM_WORKLOAD; }

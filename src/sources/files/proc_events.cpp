@@ -61,6 +61,7 @@ void ProcEvents::drain(const Handlers& h) {
       if (nl->nlmsg_type == NLMSG_ERROR || nl->nlmsg_type == NLMSG_NOOP) continue;
       const auto* cn = reinterpret_cast<const cn_msg*>(NLMSG_DATA(nl));
       if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC) continue;
+      ++events_;
       proc_event ev{};
       std::memcpy(&ev, cn->data, std::min<size_t>(sizeof ev, cn->len));
       if (ev.what == proc_event::PROC_EVENT_FORK && h.on_fork) {

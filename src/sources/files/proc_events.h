@@ -24,11 +24,14 @@ class ProcEvents {
   void drain(const Handlers& h);
   // Notifications the kernel dropped because the socket buffer was full.
   [[nodiscard]] uint64_t overruns() const { return overruns_; }
+  // Notifications read (every kind, not only fork and exit).
+  [[nodiscard]] uint64_t events() const { return events_; }
 
  private:
   explicit ProcEvents(UniqueFd fd) : fd_(std::move(fd)) {}
   UniqueFd fd_;
   uint64_t overruns_ = 0;
+  uint64_t events_ = 0;
 };
 
 }  // namespace pm

@@ -86,6 +86,7 @@ void add_stats(pm_dev_stats& sum, const pm_dev_stats& c) {
   sum.lat_ns += c.lat_ns;
   for (int i = 0; i < PM_LAT_BUCKETS; ++i) sum.lat_hist[i] += c.lat_hist[i];
   for (int i = 0; i < PM_QD_BUCKETS; ++i) sum.qd_hist[i] += c.qd_hist[i];
+  sum.qd_sum += c.qd_sum;
 }
 
 }  // namespace
@@ -147,7 +148,10 @@ void BlockSource::collect(Samples& out) {
                    {{"device", dev}},
                    static_cast<double>(s.lat_ns) / 1e9,
                    std::vector<uint64_t>(std::begin(s.lat_hist), std::end(s.lat_hist))});
-    out.push_back({&kDepth, {{"device", dev}}, 0, std::vector<uint64_t>(std::begin(s.qd_hist), std::end(s.qd_hist))});
+    out.push_back({&kDepth,
+                   {{"device", dev}},
+                   static_cast<double>(s.qd_sum),
+                   std::vector<uint64_t>(std::begin(s.qd_hist), std::end(s.qd_hist))});
   }
   out.push_back({&kQueueEvents, {}, events});
   out.push_back({&kTotalBytes, {}, bytes});

@@ -1,0 +1,36 @@
+// One sink that passes everything to several: the output the user chose (text or JSON) and,
+// beside it, the Prometheus exporter.
+#include "sinks/sink.h"
+
+namespace pm {
+namespace {
+
+class FanOutSink final : public Sink {
+ public:
+  explicit FanOutSink(std::vector<std::unique_ptr<Sink>> sinks) : sinks_(std::move(sinks)) {}
+
+  void unavailable(const std::vector<Unavailable>& list) override {
+    for (auto& s : sinks_) s->unavailable(list);
+  }
+  void interval(const IntervalRecord& rec) override {
+    for (auto& s : sinks_) s->interval(rec);
+  }
+  void span(const Span& sp) override {
+    for (auto& s : sinks_) s->span(sp);
+  }
+  void summary(const SummaryRecord& rec, const RunInfo& info, const std::vector<Unavailable>& list) override {
+    for (auto& s : sinks_) s->summary(rec, info, list);
+  }
+
+ private:
+  std::vector<std::unique_ptr<Sink>> sinks_;
+};
+
+}  // namespace
+
+std::unique_ptr<Sink> make_fanout_sink(std::vector<std::unique_ptr<Sink>> sinks) {
+  if (sinks.size() == 1) return std::move(sinks.front());
+  return std::make_unique<FanOutSink>(std::move(sinks));
+}
+
+}  // namespace pm

@@ -1,0 +1,242 @@
+#include "integration/prom_harness.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "integration/harness.h"
+
+namespace pm::test {
+namespace {
+
+constexpr const char* kPrometheus = "/usr/bin/prometheus";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+HttpResponse http_get(int port, const std::string& target, std::chrono::milliseconds timeout,
+                      const std::string& host) {
+  HttpResponse r;
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    r.error = "socket failed";
+    return r;
+  }
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    r.error = "connect: " + std::string(std::strerror(errno));
+    ::close(fd);
+    return r;
+  }
+  std::string req = "GET " + target + " HTTP/1.0\r\nHost: " + host + "\r\n\r\n";
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    r.error = "send failed";
+    ::close(fd);
+    return r;
+  }
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string raw;
+  char buf[16384];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      r.error = "timed out";
+      ::close(fd);
+      return r;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0) {
+      r.error = "recv: " + std::string(std::strerror(errno));
+      ::close(fd);
+      return r;
+    }
+    if (n == 0) break;
+    raw.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  size_t split = raw.find("\r\n\r\n");
+  if (raw.rfind("HTTP/1.", 0) != 0 || split == std::string::npos) {
+    r.error = "not an HTTP response: " + raw.substr(0, 80);
+    return r;
+  }
+  r.headers = raw.substr(0, split);
+  r.body = raw.substr(split + 4);
+  r.status = std::atoi(raw.c_str() + 9);
+  return r;
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  socklen_t len = sizeof sa;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  ::close(fd);
+  return ntohs(sa.sin_port);
+}
+
+std::string url_encode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+std::map<std::string, double> parse_exposition(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t sp = line.rfind(' ');
+    if (sp == std::string::npos) continue;
+    std::string v = line.substr(sp + 1);
+    double value = v == "+Inf" ? HUGE_VAL : v == "-Inf" ? -HUGE_VAL : v == "NaN" ? NAN : std::strtod(v.c_str(), nullptr);
+    out[line.substr(0, sp)] = value;
+  }
+  return out;
+}
+
+std::string scrape_when_ready(int port, const std::string& wanted, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    HttpResponse r = http_get(port, "/metrics", std::chrono::seconds(3));
+    if (r.status == 200 && (r.body.rfind(wanted, 0) == 0 || r.body.find("\n" + wanted) != std::string::npos)) {
+      return r.body;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return {};
+}
+
+int promtool_check(const std::string& text, std::string* report) {
+  std::string base = temp_base();
+  std::ofstream(base + ".prom") << text;
+  std::string cmd = "promtool check metrics < " + base + ".prom > " + base + ".promtool 2>&1";
+  int rc = std::system(cmd.c_str());
+  *report = slurp(base + ".promtool");
+  ::unlink((base + ".prom").c_str());
+  ::unlink((base + ".promtool").c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string PrometheusServer::missing() {
+  if (::access(kPrometheus, X_OK) != 0) {
+    return std::string(kPrometheus) + " not installed (Debian package prometheus; scripts/install-deps.sh installs it)";
+  }
+  return {};
+}
+
+PrometheusServer::PrometheusServer(const std::vector<int>& target_ports) {
+  dir_ = temp_base() + ".prometheus";
+  std::filesystem::create_directories(dir_ + "/data");
+  std::string targets;
+  for (int p : target_ports) targets += (targets.empty() ? "'" : ", '") + ("127.0.0.1:" + std::to_string(p)) + "'";
+  // One-second scrapes (the same rhythm as perf-monitor's default interval); the timeout is the
+  // interval, the most Prometheus allows.
+  std::ofstream(dir_ + "/prometheus.yml") << "global:\n"
+                                             "  scrape_interval: 1s\n"
+                                             "  scrape_timeout: 1s\n"
+                                             "scrape_configs:\n"
+                                             "  - job_name: perf-monitor\n"
+                                             "    static_configs:\n"
+                                             "      - targets: ["
+                                          << targets << "]\n";
+  port_ = free_port();
+  std::vector<std::string> args = {kPrometheus,
+                                   "--config.file=" + dir_ + "/prometheus.yml",
+                                   "--storage.tsdb.path=" + dir_ + "/data",
+                                   "--web.listen-address=127.0.0.1:" + std::to_string(port_),
+                                   // Targets reach the scrape loop after the discovery
+                                   // manager's fixed 5 s throttle plus this reload interval
+                                   // (5 s by default): the test waits ~5 s instead of ~10.
+                                   "--scrape.discovery-reload-interval=100ms",
+                                   "--log.level=warn"};
+  std::string log = dir_ + "/prometheus.log";
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+}
+
+PrometheusServer::~PrometheusServer() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void PrometheusServer::poll_pause() { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
+
+bool PrometheusServer::wait_ready(std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (http_get(port_, "/-/ready", std::chrono::seconds(1)).status == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+nlohmann::json PrometheusServer::query(const std::string& promql, std::optional<double> time, std::string* error) {
+  std::string target = "/api/v1/query?query=" + url_encode(promql);
+  if (time) target += "&time=" + std::to_string(*time);
+  HttpResponse r = http_get(port_, target, std::chrono::seconds(5));
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (r.status != 200 || j.is_discarded() || j.value("status", "") != "success") {
+    if (error != nullptr) *error = "query " + promql + ": HTTP " + std::to_string(r.status) + " " + r.error + r.body;
+    return nullptr;
+  }
+  return j["data"];
+}
+
+std::string PrometheusServer::log() const { return slurp(dir_ + "/prometheus.log"); }
+
+double sample_value(const nlohmann::json& sample) {
+  return std::strtod(sample["value"][1].get<std::string>().c_str(), nullptr);
+}
+
+}  // namespace pm::test
