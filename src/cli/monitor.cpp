@@ -227,6 +227,7 @@ class Monitor {
       return;
     }
     fast_.push_back(std::move(*src));
+    running_.emplace_back("probe");
   }
 
   // Counters start here; then every source is read at its rhythm.

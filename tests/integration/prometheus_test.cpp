@@ -241,6 +241,39 @@ TEST(Prometheus, PromtoolAcceptsALiveScrapeOfEveryFamily) {
   EXPECT_GT(samples["perf_monitor_self_samples_total"], 0);
 }
 
+TEST(Prometheus, ProbesAreExportedAsHistogramsPerFunction) {
+  if (::access("/usr/bin/promtool", X_OK) != 0) GTEST_SKIP() << "promtool (Debian package prometheus) not installed";
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: attaching uprobes";
+  // 30 requests of 100 ms each: scraped while they run.
+  int port = free_port();
+  const std::string shop = PM_SHOP;
+  RunningPm run(pm_args(port, {"--interval", "300ms", "--output", "/dev/null", "run", "--probe",
+                               shop + ":process_request:arg1", "--", shop, "--kind", "sleep", "--ms", "100",
+                               "--requests", "30"}));
+  std::string body = scrape_when_ready(port, "perf_monitor_probe_calls_total{function=\"shop::process_request\"} ");
+  ASSERT_FALSE(body.empty()) << run.err_so_far();
+  std::this_thread::sleep_for(milliseconds(700));  // some calls finished
+  body = http_get(port, "/metrics").body;
+  std::string report;
+  EXPECT_EQ(promtool_check(body, &report), 0) << report;
+  EXPECT_EQ(undocumented(body), std::vector<std::string>{}) << "add them to docs/metrics.md";
+  auto samples = parse_exposition(body);
+  check_histograms(samples);
+  // One scrape is one reading: the histogram counts exactly the calls, each call >= 100 ms,
+  // and the annotated requests (USDT, attached by default) are the same requests.
+  double calls = samples["perf_monitor_probe_calls_total{function=\"shop::process_request\"}"];
+  EXPECT_GT(calls, 0) << body;
+  EXPECT_LE(calls, 30);
+  EXPECT_EQ(samples["perf_monitor_probe_latency_seconds_count{function=\"shop::process_request\"}"], calls);
+  EXPECT_GE(samples["perf_monitor_probe_latency_seconds_sum{function=\"shop::process_request\"}"], 0.1 * calls);
+  EXPECT_EQ(samples["perf_monitor_probe_latency_seconds_bucket{function=\"shop::process_request\",le=\"0.067108864\"}"],
+            0);  // no call under 2^26 ns
+  // (END runs just before process_request returns: a reading may fall in between.)
+  EXPECT_NEAR(samples["perf_monitor_probe_calls_total{function=\"request\"}"], calls, 1);
+  EXPECT_EQ(samples["perf_monitor_source_up{source=\"probe\"}"], 1);
+  run.stop(SIGINT);
+}
+
 TEST(Prometheus, ServesTheTreeInRunAndAttach) {
   if (::access("/usr/bin/promtool", X_OK) != 0) GTEST_SKIP() << "promtool (Debian package prometheus) not installed";
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: /proc/PID/io of the tree's children";
