@@ -1,7 +1,12 @@
 // Application probes on the real kernel, with the example service (examples/shop.cpp) as the
 // workload of known behaviour: it makes exactly N requests of a known kind (CPU work for MS of
 // CPU time, a sleep of MS, or B bytes written and fsync'd), each with a known ID.
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
 
 #include <map>
 
@@ -152,6 +157,30 @@ TEST_F(ProbeTest, ACallCutShortByExitIsCountedOpen) {
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   EXPECT_EQ(o.summary["probe"]["calls"][kProcess].get<double>(), 0);
   EXPECT_EQ(o.summary["probe"]["open_at_exit"][kProcess].get<double>(), 1);
+}
+
+TEST_F(ProbeTest, SystemWideProbesLeaveOutPerfMonitorItself) {
+  // libc's malloc, system-wide: other processes' calls are seen; perf-monitor's own (it
+  // allocates as it writes every span) never are, or the probe would feed on itself.
+  std::string out = scratch_dir() + "/probe-self.jsonl";
+  pid_t pm = start_pm({"--format", "json", "--interval", "200ms", "--duration", "1500ms", "--probe", "libc.so.6:malloc"},
+                      out, "/dev/null");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(std::system("ls -l / > /dev/null"), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pm, &status, 0), pm);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::ifstream in(out);
+  std::string line;
+  size_t spans = 0, own = 0;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || j["type"] != "span") continue;
+    ++spans;
+    if (j["pid"].get<pid_t>() == pm) ++own;
+  }
+  EXPECT_GT(spans, 0u) << "no malloc seen anywhere";
+  EXPECT_EQ(own, 0u);
 }
 
 TEST(ProbeErrors, AnUnknownSymbolExitsTwoWithCandidates) {

@@ -166,7 +166,9 @@ std::vector<Span> ProbeSource::slowest_requests() const { return impl_->slowest;
 
 void ProbeSource::collect(Samples& out) {
   Impl& m = *impl_;
-  drain(SIZE_MAX);  // every span before the figures they belong to
+  // The spans before the figures they belong to; bounded like a wake-up's drain (a ring's
+  // worth), so spans that keep coming cannot hold the tick.
+  drain(PM_SPAN_RING_BYTES / sizeof(pm_span));
   int fd = bpf_map__fd(m.skel->maps.funcs);
   m.per_cpu.resize(static_cast<size_t>(libbpf_num_possible_cpus()));
   for (uint32_t f : m.indexes) {
