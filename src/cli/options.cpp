@@ -76,7 +76,8 @@ Invocation parse_command_line(int argc, char** argv) {
                   "(ns::Class::method, optionally with its parameter list) or a mangled one; :argN takes the "
                   "request ID from integer argument N (1-6)")
         ->allow_extra_args(false)
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->type_name("BINARY:FUNCTION[:argN]");
     a->add_option("--prometheus", prometheus,
                   "Also serve /metrics for Prometheus at ADDR:PORT while monitoring, e.g. 9464 (127.0.0.1:9464), "
                   "0.0.0.0:9464 (every interface), [::1]:9464; alongside the text or JSON output")
