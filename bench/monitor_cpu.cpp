@@ -6,10 +6,7 @@
 // Prints the monitor's CPU share in live system-wide mode at a 1 s interval, the same with
 // --prometheus and a scraper fetching /metrics every second, and in `run` mode following a
 // 10-process tree sampled every 100 ms, with the cost per process sample.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "scrape_client.h"
+
 namespace {
 
 struct Usage {
@@ -30,34 +29,13 @@ struct Usage {
   int status = 0;
 };
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-  socklen_t len = sizeof sa;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
+using pm::bench::free_port;
 
 // One GET /metrics, as a scraper does; the bytes of the response (0 when not served).
 size_t scrape(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  size_t total = 0;
-  static const char kReq[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
-      ::send(fd, kReq, sizeof kReq - 1, MSG_NOSIGNAL) > 0) {
-    char buf[65536];
-    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) total += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return total;
+  static std::string buf;
+  ssize_t n = pm::bench::get_metrics(port, buf);
+  return n < 0 ? 0 : static_cast<size_t>(n);
 }
 
 // CPU time of every thread of pid but the main one (the exporter's server threads), from the

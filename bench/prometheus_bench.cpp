@@ -5,9 +5,6 @@
 //    every interval close (bytes: the size of the text).
 //  - PrometheusScrape: one GET /metrics served by the real exporter thread over loopback,
 //    measured from the client: connect, request, the whole body, close.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,6 +13,8 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+
+#include "scrape_client.h"
 
 #include "core/aggregator.h"
 #include "sinks/prometheus.h"
@@ -87,44 +86,8 @@ void PrometheusRender(benchmark::State& state) {
 }
 BENCHMARK(PrometheusRender)->Unit(benchmark::kMicrosecond);
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-  socklen_t len = sizeof sa;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
-
-// The whole response, or -1.
-ssize_t get_metrics(int port, std::string& buf) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  static const char kReq[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  if (::send(fd, kReq, sizeof kReq - 1, MSG_NOSIGNAL) < 0) {
-    ::close(fd);
-    return -1;
-  }
-  size_t total = 0;
-  for (;;) {
-    if (buf.size() < total + 65536) buf.resize(total + 65536);
-    ssize_t n = ::recv(fd, buf.data() + total, buf.size() - total, 0);
-    if (n <= 0) break;
-    total += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return static_cast<ssize_t>(total);
-}
+using pm::bench::free_port;
+using pm::bench::get_metrics;
 
 void PrometheusScrape(benchmark::State& state) {
   Fixture& f = fixture();

@@ -1,5 +1,6 @@
 #include "sources/kernel/skeleton.h"
 
+#include "core/aggregator.h"
 #include "core/file_reader.h"
 #include "core/text.h"
 
@@ -11,14 +12,26 @@ const MetricDesc kRuns{"self", "bpf_runs", MetricKind::kCounter, Unit::kNone,
 const MetricDesc kRunTime{"self", "bpf_run_seconds", MetricKind::kCounter, Unit::kSeconds,
                           "Time spent in each perf-monitor BPF program, with kernel.bpf_stats_enabled=1"};
 
+// kernel.bpf_stats_enabled, read at most once a second: every BPF source asks on every tick.
+bool bpf_stats_enabled() {
+  static FileReader reader;
+  static MonoClock::time_point read_at;
+  static bool on = false;
+  auto now = MonoClock::now();
+  if (read_at == MonoClock::time_point{} || now - read_at >= std::chrono::seconds(1)) {
+    read_at = now;
+    auto text = reader.read("/proc/sys/kernel/bpf_stats_enabled");
+    on = text && trim(*text) == "1";
+  }
+  return on;
+}
+
 }  // namespace
 
 void append_bpf_stats(bpf_object* obj, Samples& out) {
   // Every loaded program from the first reading on (a program first seen after it ran would
   // lose those runs from the totals), but only while the kernel keeps count.
-  static FileReader reader;
-  auto on = reader.read("/proc/sys/kernel/bpf_stats_enabled");
-  if (!on || trim(*on) != "1") return;
+  if (!bpf_stats_enabled()) return;
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, obj) {
     int fd = bpf_program__fd(prog);

@@ -74,6 +74,7 @@ struct ProbeSource::Impl {
   std::vector<Span> slowest;
   uint64_t spans = 0;
   size_t budget = 0;  // spans this drain may still hand over
+  WallClock::time_point wall_at_mono_zero;  // turns the kernel's CLOCK_MONOTONIC stamps into wall time
   std::vector<pm_func_stats> per_cpu;
   std::vector<pm_probe_losses> losses;
 
@@ -101,8 +102,8 @@ struct ProbeSource::Impl {
     out.tid = static_cast<int>(s.tid);
     if (s.flags & (PM_SPAN_HAS_REQUEST | PM_SPAN_IN_REQUEST)) out.request_id = s.request_id;
     out.own_request = (s.flags & PM_SPAN_HAS_REQUEST) != 0;
-    double ago = mono_seconds_now() - static_cast<double>(s.start_ns) * 1e-9;
-    out.start = WallClock::now() - std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(ago));
+    out.start = wall_at_mono_zero +
+                std::chrono::duration_cast<WallClock::duration>(std::chrono::nanoseconds(s.start_ns));
     out.seconds = static_cast<double>(s.duration_ns) * 1e-9;
     out.on_cpu_seconds = static_cast<double>(s.kside[PM_ON_CPU_NS]) * 1e-9;
     out.runq_seconds = static_cast<double>(s.kside[PM_RUNQ_NS]) * 1e-9;
@@ -142,6 +143,9 @@ int ProbeSource::ring_fd() const { return ring_buffer__epoll_fd(impl_->ring.get(
 
 void ProbeSource::drain(size_t bound) {
   impl_->budget = std::max<size_t>(bound, 1);
+  // Once per drain, not per span: the wall clock at CLOCK_MONOTONIC's zero.
+  impl_->wall_at_mono_zero =
+      WallClock::now() - std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(mono_seconds_now()));
   ring_buffer__consume(impl_->ring.get());
 }
 

@@ -245,17 +245,9 @@ Result<std::string> find_binary(std::string_view binary) {
     return make_error(Errc::kNotFound, "no binary " + b + ": check the path");
   }
   std::vector<std::string> dirs;
-  if (const char* path = std::getenv("PATH")) {
-    std::string_view p(path);
-    while (!p.empty()) {
-      size_t c = p.find(':');
-      dirs.emplace_back(p.substr(0, c));
-      p = c == std::string_view::npos ? std::string_view() : p.substr(c + 1);
-    }
-  }
-  if (const char* lib = std::getenv("LD_LIBRARY_PATH")) {
-    std::string_view p(lib);
-    while (!p.empty()) {
+  for (const char* var : {"PATH", "LD_LIBRARY_PATH"}) {
+    const char* list = std::getenv(var);
+    for (std::string_view p = list ? list : ""; !p.empty();) {
       size_t c = p.find(':');
       dirs.emplace_back(p.substr(0, c));
       p = c == std::string_view::npos ? std::string_view() : p.substr(c + 1);
