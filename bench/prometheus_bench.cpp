@@ -47,7 +47,7 @@ struct Fixture {
     keep("memory", pm::make_memory_source(roots));
     keep("pressure", pm::make_pressure_source(roots));
     keep("numa", pm::make_numa_source(roots));
-    keep("scheduler", pm::make_scheduler_source({}));
+    keep("scheduler", pm::make_scheduler_source());
     keep("block_io", pm::make_block_source({}));
     pm::counters::Catalogue catalogue;
     std::vector<pm::counters::EventSpec> specs;

@@ -19,7 +19,7 @@
 #include "sinks/sink.h"
 #include "sources/counters/counter_group.h"
 #include "sources/counters/counters_source.h"
-#include "sources/files/process_tree.h"
+#include "sources/tree/proc_tree.h"
 #include "sources/files/system_sources.h"
 
 namespace {
@@ -52,7 +52,7 @@ pid_t spawn_tree(int n) {
 void ProcessTreeCollect(benchmark::State& state) {
   int n = static_cast<int>(state.range(0));
   pid_t root = spawn_tree(n);
-  pm::ProcessTree tree;
+  pm::ProcTree tree;
   tree.add_root(root);
   pm::Samples samples;
   tree.collect(samples);

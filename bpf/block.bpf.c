@@ -9,6 +9,7 @@
 
 #include "block.h"
 #include "tree.bpf.h"
+#include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -77,12 +78,13 @@ static __always_inline int on_bio_queue(struct bio *bio) {
   int dir = op_index(BPF_CORE_READ(bio, bi_opf));
   if (dir < 0) return 0;
   __u64 bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
-  struct pm_dev_stats *s = stats_of(disk_dev(BPF_CORE_READ(bio, bi_bdev, bd_disk)));
+  struct pm_dev_stats *s = stats_of(disk_dev(bio_disk(bio)));
   if (s) {
     s->bio_bytes[dir & 1] += bytes;
     s->bios[dir & 1]++;
   }
-  if (tgid_in_tree(bpf_get_current_pid_tgid() >> 32)) {
+  // The submitting task is the current one (typed: task storage needs it).
+  if (track_tree && member_of(bpf_get_current_task_btf())) {
     __u32 zero = 0;
     struct pm_tree_io *t = bpf_map_lookup_elem(&tree_io, &zero);
     if (t) {
@@ -132,8 +134,6 @@ SEC("tp_btf/block_rq_issue")
 int BPF_PROG(btf_rq_issue, struct request *rq) { return on_rq_issue(rq); }
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(btf_rq_complete, struct request *rq, int error, unsigned int nr_bytes) { return on_rq_complete(rq); }
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child) { return on_fork(parent, child); }
 
 SEC("raw_tp/block_bio_queue")
 int BPF_PROG(raw_bio_queue, struct bio *bio) { return on_bio_queue(bio); }
@@ -141,5 +141,3 @@ SEC("raw_tp/block_rq_issue")
 int BPF_PROG(raw_rq_issue, struct request *rq) { return on_rq_issue(rq); }
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(raw_rq_complete, struct request *rq, int error, unsigned int nr_bytes) { return on_rq_complete(rq); }
-SEC("raw_tp/sched_process_fork")
-int BPF_PROG(raw_fork, struct task_struct *parent, struct task_struct *child) { return on_fork(parent, child); }

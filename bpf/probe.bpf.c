@@ -65,13 +65,18 @@ static __always_inline struct pm_probe_losses *losses_here(void) {
   return bpf_map_lookup_elem(&losses, &zero);
 }
 
+// Whose calls count: the target tree's threads (all but perf-monitor's own, system-wide).
+static __always_inline bool followed(struct task_struct *task) {
+  if (track_tree) return member_of(task) != 0;
+  return (bpf_get_current_pid_tgid() >> 32) != self_tgid;
+}
+
 // A thread has storage only once it entered a call as a followed thread: finding it is the
 // whole check, and the tree is looked up only for a thread's first call.
 static __always_inline struct pm_thread *current_thread(struct task_struct *task, bool create, __u64 now) {
   struct pm_thread *t = bpf_task_storage_get(&threads, task, 0, 0);
   if (t || !create) return t;
-  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
-  if (tgid == self_tgid || (track_tree && !tgid_in_tree(tgid))) return 0;
+  if (!followed(task)) return 0;
   t = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
   if (t) {
     t->on_cpu_at = now;  // it is running: on-CPU time counts from here
@@ -205,8 +210,10 @@ int call_return(struct pt_regs *ctx) {
   struct task_struct *task = bpf_get_current_task_btf();
   struct pm_thread *t = current_thread(task, false, now);
   if (!t || t->depth == 0) {
-    struct pm_probe_losses *l = losses_here();
-    if (l) l->unmatched++;  // the call began before perf-monitor attached
+    // A followed thread's return without its call: the call began before perf-monitor
+    // attached. Other processes' returns are none of ours.
+    struct pm_probe_losses *l = followed(task) ? losses_here() : 0;
+    if (l) l->unmatched++;
     return 0;
   }
   __u32 func = bpf_get_attach_cookie(ctx) & 0xffff;
@@ -258,7 +265,7 @@ int BPF_USDT(request_end, __u64 id) {
   struct task_struct *task = bpf_get_current_task_btf();
   struct pm_thread *t = current_thread(task, false, now);
   if (!t || !t->in_request) {
-    struct pm_probe_losses *l = losses_here();
+    struct pm_probe_losses *l = followed(task) ? losses_here() : 0;
     if (l) l->unmatched++;
     return 0;
   }
@@ -332,5 +339,3 @@ int BPF_PROG(btf_exit, struct task_struct *p) {
   return 0;
 }
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child) { return on_fork(parent, child); }

@@ -1,9 +1,16 @@
 // Scheduler hooks, aggregated in the kernel: counters and log2 histograms live in per-CPU maps
 // that user space reads on its tick; nothing goes through a ring buffer.
 //
-// Each hook exists twice: as tp_btf (cheap, typed) and as raw_tp (the fallback where BTF
-// programs cannot attach). User space turns off autoload for the pair it does not use. The
-// handlers read task fields with BPF_CORE_READ so one body serves both.
+// The same object follows the target tree (run, attach) exactly, from the kernel's own per-task
+// accounting: a fork hook marks each child of a member (task storage, tree.bpf.h); a task's
+// final figures are captured at its very last switch (state TASK_DEAD: nothing runs after it,
+// so even the exit path's own work, unmapping its memory, is in); a task iterator reports the
+// live members' figures when user space reads it. Tree totals are then exited + live, each
+// task counted once: never a process and also the children it reaped.
+//
+// The system-wide hooks exist twice: as tp_btf (cheap, typed) and as raw_tp (the fallback where
+// BTF programs cannot attach). User space turns off autoload for the pair it does not use. A
+// tree needs the typed programs (task storage), so a raw_tp object never follows one.
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -12,8 +19,27 @@
 
 #include "scheduler.h"
 #include "tree.bpf.h"
+#include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+// Set before load: the system-wide figures (the scheduler source). Off when the object is
+// loaded only to follow a tree: the hooks then do the tree's work alone.
+const volatile bool count_system = true;
+
+// While user space seeds the tree: the iterator marks every task of these processes, and the
+// fork hook the children they fork meanwhile. Written by user space (.bss).
+bool seeding = false;
+__u64 seeded_tasks = 0;      // tasks the seeding passes marked
+__u64 seeded_processes = 0;  // of which thread-group leaders
+__u64 seed_failures = 0;     // tasks they could not mark (no memory)
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, PM_MAX_SEEDS);
+  __type(key, __u32);
+  __type(value, __u8);
+} seeds SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -29,108 +55,146 @@ struct {
   __type(value, struct pm_tree_stats);
 } tree SEC(".maps");
 
-// Per task of the target tree: when it blocked, when it got the CPU.
-struct task_times {
-  __u64 blocked_at;
-  __u64 on_cpu_at;
-};
+static __always_inline struct pm_tree_stats *tree_stats(void) {
+  __u32 zero = 0;
+  return bpf_map_lookup_elem(&tree, &zero);
+}
 
-// Keyed by thread id, only for tasks of the target tree. An LRU map, so threads that exited
-// age out instead of filling it; and not task storage, which raw_tp programs cannot use for a
-// task other than the current one.
-struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, PM_MAX_TARGETS);
-  __type(key, __u32);
-  __type(value, struct task_times);
-} times SEC(".maps");
+// The task's own figures now (tree.h). Blocked time is its life minus the time it ran and the
+// time it waited for a CPU: exact while it sleeps (both are final then) and at its death; while
+// it is runnable the two lag (the kernel adds them up at ticks and switches), so the value from
+// its last wakeup stands, which is exact: it has not blocked since.
+static __always_inline void task_figures(struct task_struct *t, struct pm_member *m, __u64 now, bool dead,
+                                         __u64 *fig) {
+  fig[PM_T_ON_CPU_NS] = t->se.sum_exec_runtime;
+  fig[PM_T_USER_NS] = t->utime;
+  fig[PM_T_SYSTEM_NS] = t->stime;
+  fig[PM_T_RUNQ_NS] = bpf_core_field_exists(t->sched_info) ? t->sched_info.run_delay : 0;
+  if (dead || !t->on_rq) {
+    __u64 life = now > t->start_time ? now - t->start_time : 0;
+    __u64 busy = fig[PM_T_ON_CPU_NS] + fig[PM_T_RUNQ_NS];
+    __u64 blocked = life > busy ? life - busy : 0;
+    fig[PM_T_BLOCKED_NS] = blocked > m->blocked_ns ? blocked : m->blocked_ns;
+  } else {
+    fig[PM_T_BLOCKED_NS] = m->blocked_ns;
+  }
+  fig[PM_T_VOLUNTARY] = t->nvcsw;
+  fig[PM_T_INVOLUNTARY] = t->nivcsw;
+  fig[PM_T_MINOR_FAULTS] = t->min_flt;
+  fig[PM_T_MAJOR_FAULTS] = t->maj_flt;
+  if (bpf_core_field_exists(t->ioac)) {
+    fig[PM_T_RCHAR] = t->ioac.rchar;
+    fig[PM_T_WCHAR] = t->ioac.wchar;
+    fig[PM_T_SYSCR] = t->ioac.syscr;
+    fig[PM_T_SYSCW] = t->ioac.syscw;
+  } else {
+    fig[PM_T_RCHAR] = fig[PM_T_WCHAR] = fig[PM_T_SYSCR] = fig[PM_T_SYSCW] = 0;
+  }
+  if (bpf_core_field_exists(t->ioac.read_bytes)) {
+    fig[PM_T_READ_BYTES] = t->ioac.read_bytes;
+    fig[PM_T_WRITE_BYTES] = t->ioac.write_bytes;
+    fig[PM_T_CANCELLED_WRITE_BYTES] = t->ioac.cancelled_write_bytes;
+  } else {
+    fig[PM_T_READ_BYTES] = fig[PM_T_WRITE_BYTES] = fig[PM_T_CANCELLED_WRITE_BYTES] = 0;
+  }
+}
 
-static __always_inline struct task_times *times_of(struct task_struct *t) {
-  __u32 pid = BPF_CORE_READ(t, pid);
-  struct task_times *tt = bpf_map_lookup_elem(&times, &pid);
-  if (tt) return tt;
-  struct task_times zero = {};
-  bpf_map_update_elem(&times, &pid, &zero, BPF_NOEXIST);
-  return bpf_map_lookup_elem(&times, &pid);
+// The process's largest RSS before its current mm (an exec'd program, exited threads), pages.
+static __always_inline __u64 signal_maxrss(struct task_struct *t) { return BPF_CORE_READ(t, signal, maxrss); }
+
+// A member's last switch: its figures are final. Marked captured first, so a concurrent read of
+// the live members never sees it as live once its figures are in `exited`.
+static __always_inline void capture(struct task_struct *t) {
+  struct pm_member *m = member_of(t);
+  if (!m || m->captured) return;
+  m->captured = 1;
+  struct pm_tree_stats *s = tree_stats();
+  if (!s) return;
+  __u64 fig[PM_T_FIGURES];
+  task_figures(t, m, bpf_ktime_get_ns(), true, fig);
+  for (int i = 0; i < PM_T_FIGURES; ++i) s->totals.exited[i] += fig[i];
+  s->totals.tasks_exited++;
+  __u64 peak = signal_maxrss(t);
+  if (peak > s->totals.exited_peak_rss_pages) s->totals.exited_peak_rss_pages = peak;
 }
 
 static __always_inline int on_wakeup(struct task_struct *p) {
   __u32 zero = 0;
-  struct pm_sched_counters *c = bpf_map_lookup_elem(&counters, &zero);
-  if (!c) return 0;
-  c->wakeups++;
-  struct pm_tree_stats *s = in_tree(p) ? bpf_map_lookup_elem(&tree, &zero) : 0;
-  if (!s) return 0;
-  s->wakeups++;
-  // A full map (or one busy on this CPU) loses the times, not the event; the loss is counted.
-  struct task_times *tt = times_of(p);
-  if (!tt) {
-    c->storage_misses++;
-    return 0;
+  if (count_system) {
+    struct pm_sched_counters *c = bpf_map_lookup_elem(&counters, &zero);
+    if (c) c->wakeups++;
   }
-  __u64 now = bpf_ktime_get_ns();
-  if (tt->blocked_at && now > tt->blocked_at) s->blocked_ns += now - tt->blocked_at;
-  tt->blocked_at = 0;
+  if (!track_tree) return 0;
+  struct pm_member *m = member_of(p);
+  if (!m) return 0;
+  struct pm_tree_stats *s = tree_stats();
+  if (s) s->wakeups++;
+  // Woken from a sleep: its time so far is final, so is its blocked time (task_figures). A
+  // task woken before it left the CPU did not block.
+  if (!p->on_cpu && !p->on_rq) {
+    __u64 now = bpf_ktime_get_ns();
+    __u64 life = now > p->start_time ? now - p->start_time : 0;
+    __u64 busy = p->se.sum_exec_runtime + (bpf_core_field_exists(p->sched_info) ? p->sched_info.run_delay : 0);
+    if (life > busy && life - busy > m->blocked_ns) m->blocked_ns = life - busy;
+  }
   return 0;
 }
 
 // The hottest path of the kernel, kept to reading fields and adding to counters. Run-queue
 // latency comes from the scheduler's own stamp: a task put on a run queue (woken, or preempted
 // while runnable) carries sched_info.last_queued in rq clock time, which the scheduler turns
-// into its run_delay right after this tracepoint; we take the same difference. Only tasks of
-// the target tree have per-task times (their on-CPU and blocked time).
-// `preempted`: prev was switched out in TASK_RUNNING. The tp_btf entry reads the fields
-// directly (BTF-typed pointers), the raw_tp one through CO-RE probe reads.
-static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next, bool preempted,
-                                     bool next_is_idle, __u64 next_queued, __u64 rq_clock) {
+// into its run_delay right after this tracepoint; we take the same difference. A wait shorter
+// than the rq clock's last update reads as 0: it is still a wait (bucket 0), as the scheduler
+// counts it. `prev_state`: prev's state as it was switched out; the switch is involuntary when
+// prev was preempted or still runnable, as the kernel counts nivcsw.
+static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next, bool preempt,
+                                     long prev_state, bool next_is_idle, __u64 next_queued, __u64 rq_clock) {
   __u32 zero = 0;
-  struct pm_sched_counters *c = bpf_map_lookup_elem(&counters, &zero);
-  if (!c) return 0;
-  c->switches++;
-  if (preempted) c->involuntary++;
-  else c->voluntary++;
+  struct pm_sched_counters *c = 0;
+  if (count_system) {
+    c = bpf_map_lookup_elem(&counters, &zero);
+    if (c) {
+      c->switches++;
+      if (preempt || prev_state == 0) c->involuntary++;
+      else c->voluntary++;
+    }
+  }
+  if (track_tree && (prev_state & PM_TASK_DEAD)) capture(prev);
 
-  __u64 now = 0;
-  struct pm_tree_stats *ps = in_tree(prev) ? bpf_map_lookup_elem(&tree, &zero) : 0;
-  if (ps) {
-    ps->switches++;
-    if (preempted) ps->involuntary++;
-    else ps->voluntary++;
-    struct task_times *pt = times_of(prev);
-    if (!pt) {
-      c->storage_misses++;
-    } else {
-      now = bpf_ktime_get_ns();
-      if (pt->on_cpu_at && now > pt->on_cpu_at) ps->on_cpu_ns += now - pt->on_cpu_at;
-      pt->on_cpu_at = 0;
-      pt->blocked_at = preempted ? 0 : now;
+  if (next_is_idle || !next_queued || rq_clock < next_queued) return 0;  // the idle task never queues
+  __u64 wait = rq_clock - next_queued;
+  __u32 b = PM_BUCKET(log2_bucket(in_hist_units(wait)), PM_RUNQ_BUCKETS);
+  if (c) {
+    c->runq_count++;
+    c->runq_ns += wait;
+    c->runq_hist[b]++;
+  }
+  if (track_tree && member_of(next)) {
+    struct pm_tree_stats *s = tree_stats();
+    if (s) {
+      s->runq_ns += wait;
+      s->runq_count++;
+      s->runq_hist[b]++;
     }
   }
+  return 0;
+}
 
-  if (next_is_idle) return 0;  // the idle task is never on a run queue
-  struct pm_tree_stats *ns = in_tree(next) ? bpf_map_lookup_elem(&tree, &zero) : 0;
-  if (next_queued) {
-    if (rq_clock > next_queued) {
-      __u64 wait = rq_clock - next_queued;
-      __u32 b = PM_BUCKET(log2_bucket(in_hist_units(wait)), PM_RUNQ_BUCKETS);
-      c->runq_count++;
-      c->runq_ns += wait;
-      c->runq_hist[b]++;
-      if (ns) {
-        ns->runq_ns += wait;
-        ns->runq_count++;
-        ns->runq_hist[b]++;
-      }
-    }
+// A child of a member is a member; while seeding, so is a child of a seed process.
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child) {
+  if (!track_tree) return 0;
+  if (!member_of(parent)) {
+    __u32 tgid = parent->tgid;
+    if (!seeding || !bpf_map_lookup_elem(&seeds, &tgid)) return 0;
   }
-  if (ns) {
-    struct task_times *nt = times_of(next);
-    if (!nt) {
-      c->storage_misses++;
-      return 0;
-    }
-    nt->on_cpu_at = now ? now : bpf_ktime_get_ns();
+  struct pm_tree_stats *s = tree_stats();
+  if (!s) return 0;
+  if (!bpf_task_storage_get(&members, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE)) {
+    s->totals.not_followed++;
+    return 0;
   }
+  if (child->pid == child->tgid) s->totals.processes_seen++;
+  else s->totals.threads_seen++;
   return 0;
 }
 
@@ -140,24 +204,69 @@ int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_str
   // run queue is reached through the task's cfs_rq: the per-CPU `runqueues` symbol is not in
   // kallsyms without CONFIG_KALLSYMS_ALL.)
   __u64 clock = bpf_core_field_exists(struct cfs_rq, rq) ? next->se.cfs_rq->rq->clock : 0;
-  return on_switch(prev, next, prev->__state == 0, next->pid == 0, clock ? next->sched_info.last_queued : 0, clock);
+  return on_switch(prev, next, preempt, TASK_STATE_BTF(prev), next->pid == 0, clock ? next->sched_info.last_queued : 0,
+                   clock);
 }
 SEC("tp_btf/sched_waking")
 int BPF_PROG(btf_wakeup, struct task_struct *p) { return on_wakeup(p); }
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(btf_wakeup_new, struct task_struct *p) { return on_wakeup(p); }
 SEC("tp_btf/sched_process_fork")
-int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child) { return on_fork(parent, child); }
+int BPF_PROG(tree_fork, struct task_struct *parent, struct task_struct *child) { return on_fork(parent, child); }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
   __u64 clock = bpf_core_field_exists(struct cfs_rq, rq) ? BPF_CORE_READ(next, se.cfs_rq, rq, clock) : 0;
-  return on_switch(prev, next, BPF_CORE_READ(prev, __state) == 0, BPF_CORE_READ(next, pid) == 0,
+  return on_switch(prev, next, preempt, task_state(prev), BPF_CORE_READ(next, pid) == 0,
                    clock ? BPF_CORE_READ(next, sched_info.last_queued) : 0, clock);
 }
 SEC("raw_tp/sched_waking")
 int BPF_PROG(raw_wakeup, struct task_struct *p) { return on_wakeup(p); }
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(raw_wakeup_new, struct task_struct *p) { return on_wakeup(p); }
-SEC("raw_tp/sched_process_fork")
-int BPF_PROG(raw_fork, struct task_struct *parent, struct task_struct *child) { return on_fork(parent, child); }
+
+// The live members, one pm_task record each, when user space reads the iterator. While seeding
+// it marks the seed processes' tasks instead, and writes nothing.
+SEC("iter/task")
+int tree_tasks(struct bpf_iter__task *ctx) {
+  struct task_struct *t = ctx->task;
+  if (!t || !track_tree) return 0;
+  if (seeding) {
+    __u32 tgid = t->tgid;
+    if (!bpf_map_lookup_elem(&seeds, &tgid) || member_of(t)) return 0;
+    if (!bpf_task_storage_get(&members, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE)) {
+      seed_failures++;
+      return 0;
+    }
+    seeded_tasks++;
+    if (t->pid == t->tgid) seeded_processes++;
+    return 0;
+  }
+  struct pm_member *m = member_of(t);
+  if (!m || m->captured) return 0;
+  struct pm_task rec = {};
+  rec.pid = t->pid;
+  rec.tgid = t->tgid;
+  rec.ppid = BPF_CORE_READ(t, real_parent, tgid);
+  rec.start_ns = t->start_time;
+  task_figures(t, m, bpf_ktime_get_ns(), false, rec.fig);
+  struct mm_struct *mm = t->mm;
+  __u64 peak = signal_maxrss(t);
+  if (mm) {
+    rec.flags |= PM_TASK_HAS_MM;
+    __u64 rss = 0;
+    for (int k = 0; k < PM_RSS_KINDS; ++k) {
+      rec.rss_pages[k] = mm_counter(mm, k);
+      if (k != PM_RSS_SWAP) rss += rec.rss_pages[k];
+    }
+    rec.vm_pages = BPF_CORE_READ(mm, total_vm);
+    __u64 hiwater = BPF_CORE_READ(mm, hiwater_rss);
+    if (hiwater > peak) peak = hiwater;
+    if (rss > peak) peak = rss;
+  }
+  rec.peak_rss_pages = peak;
+  rec.cgroup_id = BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
+  bpf_probe_read_kernel_str(rec.comm, sizeof rec.comm, t->comm);
+  bpf_seq_write(ctx->meta->seq, &rec, sizeof rec);
+  return 0;
+}

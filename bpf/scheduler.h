@@ -14,23 +14,21 @@ struct pm_sched_counters {
   __u64 involuntary;  /* the previous task was preempted while runnable */
   __u64 wakeups;      /* sched_waking (every wakeup of a sleeping task, also one that had not
                          left the CPU yet) and sched_wakeup_new */
-  __u64 runq_count;   /* run-queue latencies measured (sum of runq_hist) */
+  __u64 runq_count;   /* run-queue waits measured (sum of runq_hist): every switch-in of a
+                         task that waited on a run queue, also one whose wait was under the
+                         clock's resolution (bucket 0) */
   __u64 runq_ns;      /* their total, for the mean */
-  __u64 storage_misses; /* tree events whose task times could not be kept (map full) */
   __u64 runq_hist[PM_RUNQ_BUCKETS];
 };
 
-/* The target tree's share, one slot per CPU. */
+/* The target tree's share, one slot per CPU: what only the scheduler's hooks see (wakeups, each
+ * run-queue wait), and the tree's comings and goings (tree.h). */
 struct pm_tree_stats {
-  __u64 on_cpu_ns;     /* time its tasks ran */
-  __u64 runq_ns;       /* time its tasks waited runnable for a CPU */
-  __u64 blocked_ns;    /* time its tasks were blocked (sleep, I/O, locks) until woken */
-  __u64 switches;      /* its tasks switched out */
-  __u64 voluntary;
-  __u64 involuntary;
-  __u64 wakeups;       /* its tasks woken */
+  __u64 wakeups;     /* its tasks woken */
   __u64 runq_count;
+  __u64 runq_ns;
   __u64 runq_hist[PM_RUNQ_BUCKETS];
+  struct pm_tree_totals totals;
 };
 
 #endif

@@ -1,6 +1,10 @@
-// The target tree as both eBPF objects see it: a map of its tgids that user space seeds with the
-// tree's processes, and a fork hook that adds each child of a member. Included by one .bpf.c at
-// a time (each object has its own map).
+// The target tree in the kernel: a mark in each member task's local storage. Task storage is
+// reached from the task itself (no hash lookup on the scheduler's hot path), dies with the task
+// (a reused PID is never a member by mistake) and is only usable from typed programs (tp_btf,
+// iterators), so an object loaded as raw_tp never follows a tree (track_tree stays false and the
+// verifier drops every branch that would).
+// Each object that includes this has its own `members` map; all but scheduler.bpf.c's are
+// replaced by that one before load (bpf_map__reuse_fd), so there is one membership.
 #ifndef PERF_MONITOR_BPF_TREE_BPF_H
 #define PERF_MONITOR_BPF_TREE_BPF_H
 
@@ -9,27 +13,25 @@
 const volatile bool track_tree = false;
 const volatile __u64 hist_unit_ns = 1000;
 
+struct pm_member {
+  __u32 captured;    // its final figures were taken (it died): no longer live
+  __u32 pad;
+  __u64 blocked_ns;  // its blocked time as of its last wakeup (exact then: see scheduler.bpf.c)
+};
+
 struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, PM_MAX_TARGETS);
-  __type(key, __u32);
-  __type(value, __u8);
-} targets SEC(".maps");
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct pm_member);
+} members SEC(".maps");
 
-static __always_inline bool tgid_in_tree(__u32 tgid) {
-  return track_tree && bpf_map_lookup_elem(&targets, &tgid) != 0;
+static __always_inline struct pm_member *member_of(struct task_struct *t) {
+  return bpf_task_storage_get(&members, t, 0, 0);
 }
 
-// track_tree is tested before the task is read: system-wide, the hot paths read nothing.
-static __always_inline bool in_tree(struct task_struct *t) { return track_tree && tgid_in_tree(BPF_CORE_READ(t, tgid)); }
-
-static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child) {
-  if (!in_tree(parent)) return 0;
-  __u32 ctgid = BPF_CORE_READ(child, tgid);
-  __u8 one = 1;
-  bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
-  return 0;
-}
+// track_tree is tested first: system-wide, the hot paths look nothing up.
+static __always_inline bool in_tree(struct task_struct *t) { return track_tree && member_of(t) != 0; }
 
 // Bucket of v: 0 for 0, else floor(log2(v)) + 1, so bucket i holds values below 2^i.
 static __always_inline __u32 log2_bucket(__u64 v) {

@@ -23,10 +23,12 @@
 #include "sources/counters/counters_source.h"
 #include "sources/files/powercap.h"
 #include "sources/files/proc_events.h"
-#include "sources/files/process_tree.h"
 #include "sources/files/system_sources.h"
 #include "sources/kernel/block_source.h"
+#include "sources/kernel/sched_object.h"
 #include "sources/kernel/scheduler_source.h"
+#include "sources/tree/kernel_tree.h"
+#include "sources/tree/proc_tree.h"
 #include "sources/probes/probe_source.h"
 #include "sources/probes/symbols.h"
 
@@ -90,7 +92,7 @@ class Monitor {
     } else {
       open_counters({});
       open_kernel_sources({});
-      open_probes({}, "");
+      open_probes("");
       baseline();
     }
     if (int rc = start_timers(); rc != 0) {
@@ -173,12 +175,68 @@ class Monitor {
     }
   }
 
-  // The eBPF sources; disabled means never loaded.
-  void open_kernel_sources(TreeTarget target) {
-    target.hist_unit_ns = cfg_.scheduler_hist_unit_ns;
-    if (cfg_.scheduler_enabled) add_source("scheduler", make_scheduler_source(target));
+  // The eBPF sources; disabled means never loaded. With roots (run, attach) the tree is followed
+  // too: exactly, by the scheduler object's per-task accounting, or where that cannot load, through
+  // /proc. The scheduler object is loaded for the tree even when the scheduler source is off (then
+  // it counts nothing system-wide).
+  void open_kernel_sources(const std::vector<int>& roots) {
+    bool follow = !roots.empty();
+    std::shared_ptr<SchedObject> sched;
+    std::string sched_error;
+    if (cfg_.scheduler_enabled || follow) {
+      auto loaded = SchedObject::load({cfg_.scheduler_enabled, follow, cfg_.scheduler_hist_unit_ns});
+      if (loaded) {
+        sched = std::move(*loaded);
+      } else {
+        sched_error = loaded.error().message;
+        if (cfg_.scheduler_enabled) unavailable_.push_back({"scheduler", sched_error});
+      }
+    }
+    if (sched && cfg_.scheduler_enabled) {
+      add_source("scheduler", Result<std::unique_ptr<SchedulerSource>>(
+                                  make_scheduler_source(sched, cfg_.scheduler_hist_unit_ns)));
+      if (follow && !sched->follows_tree()) {
+        unavailable_.push_back({"scheduler.tree", "the tree's wakeups and run-queue latency: following a tree needs "
+                                                  "the typed (tp_btf) programs"});
+      }
+    }
+    if (follow) open_tree(sched, roots, sched_error);
+    TreeTarget target;
+    target.track_tree = follow && sched && sched->follows_tree();
+    target.members_fd = target.track_tree ? sched->members_fd() : -1;
+    members_fd_ = target.members_fd;
     target.hist_unit_ns = cfg_.block_io_hist_unit_ns;
-    if (cfg_.block_io_enabled) add_source("block_io", make_block_source(target));
+    if (!cfg_.block_io_enabled) return;
+    auto block = make_block_source(target);
+    if (block && follow && !target.track_tree) {
+      unavailable_.push_back({"block_io.tree", "the tree's bios: following a tree needs the typed (tp_btf) programs"});
+    }
+    add_source("block_io", std::move(block));
+  }
+
+  // The target tree: exact from the kernel where the scheduler object follows it, else sampled
+  // from /proc (and the reason said once).
+  void open_tree(const std::shared_ptr<SchedObject>& sched, const std::vector<int>& roots, std::string why) {
+    if (sched && sched->follows_tree()) {
+      auto kt = KernelTree::create(sched, roots, target_.mode == Mode::kRun);
+      if (kt) {
+        tree_ = std::move(*kt);
+        running_.emplace_back("process_tree");
+        return;
+      }
+      why = kt.error().message;
+    } else if (sched) {
+      why = "the scheduler programs could not load as tp_btf (task storage)";
+    }
+    unavailable_.push_back({"process_tree", "exact kernel accounting unavailable (" + why +
+                                                "): figures sampled from /proc, short-lived processes may be missed"});
+    auto pt = std::make_unique<ProcTree>();
+    if (target_.mode == Mode::kRun) pt->adopt_children_of(::getpid());
+    for (int pid : roots) pt->add_root(pid);
+    proc_tree_ = pt.get();
+    tree_ = std::move(pt);
+    running_.emplace_back("process_tree");
+    open_proc_events();
   }
 
   // Keeps a source that started (with its ratios), or says once why it could not.
@@ -201,10 +259,17 @@ class Monitor {
 
   // Application probes: the --probe functions, and the target's request annotations (USDT
   // perf_monitor:request_begin/end) when its executable has them.
-  void open_probes(TreeTarget tree, const std::string& exe) {
+  void open_probes(const std::string& exe) {
     std::string usdt = !exe.empty() && probes::has_usdt_provider(exe, "perf_monitor") ? exe : "";
     if (cfg_.probes.empty() && usdt.empty()) return;
-    ProbeTarget target{std::move(tree), {}, usdt};
+    TreeTarget tree;
+    tree.track_tree = target_.mode != Mode::kSystem;
+    tree.members_fd = members_fd_;
+    if (tree.track_tree && members_fd_ < 0) {
+      unavailable_.push_back({"probe", "following the target tree needs the scheduler's eBPF programs (tp_btf)"});
+      return;
+    }
+    ProbeTarget target{tree, {}, usdt};
     for (const ProbeSpec& p : cfg_.probes) {
       auto r = probes::resolve_probe(p);  // checked at start-up; a binary replaced since fails here
       if (!r) {
@@ -252,9 +317,9 @@ class Monitor {
     events_.emplace(std::move(*ev));
     running_.emplace_back("proc_events");
     auto st = loop_->add_fd(events_->fd(), [this] {
-      events_->drain({[this](int ptgid, int cpid, int ctgid) { tree_->on_fork(ptgid, cpid, ctgid); },
+      events_->drain({[this](int ptgid, int cpid, int ctgid) { proc_tree_->on_fork(ptgid, cpid, ctgid); },
                       [this](int pid, int tgid) {
-                        if (pid == tgid) tree_->on_exit(pid);
+                        if (pid == tgid) proc_tree_->on_exit(pid);
                       }});
     });
     if (!st) {
@@ -277,22 +342,17 @@ class Monitor {
 
   // Forks the command, held before exec, and registers it: nothing it runs can escape the tree.
   Result<HeldChild> spawn_command(const ExecState& exec) {
-    // Orphaned descendants are reparented to us, so we read their final figures before reaping.
+    // Orphaned descendants are reparented to us: we reap them, and the tree keeps them.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    tree_ = std::make_unique<ProcessTree>();
-    tree_->adopt_children_of(::getpid());
-    open_proc_events();
     auto child = HeldChild::spawn(target_.command, exec);
     if (!child) return child.error();
     root_ = child->pid();
-    tree_->add_root(root_);
-    running_.emplace_back("process_tree");
     info_.pid = root_;
     // Inherited by everything the command forks, enabled by its exec: nothing before counts.
     open_counters({{root_}, /*enable_on_exec=*/true});
-    open_kernel_sources({true, {root_}});
+    open_kernel_sources({root_});
     auto exe = probes::find_binary(target_.command[0]);  // as exec will find it
-    open_probes({true, {root_}}, exe ? *exe : "");
+    open_probes(exe ? *exe : "");
     baseline();
     return child;
   }
@@ -312,32 +372,46 @@ class Monitor {
   int attach() {
     root_ = target_.pid;
     auto pidfd = open_pidfd(root_);
-    tree_ = std::make_unique<ProcessTree>();
-    if (!pidfd || !tree_->add_root(root_)) {
+    // The tree as it is now, found in /proc: the root and its descendants.
+    ProcTree found;
+    if (!pidfd || !found.add_root(root_)) {
       print_error(fmt::format("no process with PID {}: check the PID (ps -e) and try again", root_));
       return kExitUsage;
     }
     pidfd_ = std::move(*pidfd);
     info_.pid = root_;
-    running_.emplace_back("process_tree");
-    open_proc_events();
     auto st = loop_->add_fd(pidfd_.get(), [this] {
       info_.end_reason = interrupted_ ? "interrupted" : "exited";
       loop_->stop();
     });
     if (!st) return fail(st.error().message);
-    // Every thread of the tree as it is now; what they fork from here on is inherited.
     Samples discovered;
-    tree_->collect(discovered);
+    found.collect(discovered);
+    std::vector<int> pids = found.pids();
     std::vector<int> tids;
-    for (int pid : tree_->pids()) {
+    for (int pid : pids) {
       if (auto tasks = list_dir("/proc/" + std::to_string(pid) + "/task")) {
         for (const std::string& t : *tasks) tids.push_back(std::stoi(t));
       }
     }
+    // Every thread of the tree as it is now; what they fork from here on is inherited.
     open_counters({tids, false});
-    open_kernel_sources({true, tree_->pids()});
-    open_probes({true, tree_->pids()}, "/proc/" + std::to_string(root_) + "/exe");
+    open_kernel_sources(pids);
+    if (auto* kt = dynamic_cast<KernelTree*>(tree_.get())) {
+      // Children forked between the walk and the seeding: walk again until none is new.
+      for (int pass = 0; pass < 3; ++pass) {
+        found.collect(discovered);
+        std::vector<int> now = found.pids();
+        std::vector<int> added;
+        for (int pid : now) {
+          if (std::find(pids.begin(), pids.end(), pid) == pids.end()) added.push_back(pid);
+        }
+        if (added.empty()) break;
+        (void)kt->add(added);
+        pids = std::move(now);
+      }
+    }
+    open_probes("/proc/" + std::to_string(root_) + "/exe");
     baseline();
     return -1;
   }
@@ -425,6 +499,7 @@ class Monitor {
   // Passes a signal to every process of the command's tree, as a terminal does to its
   // foreground process group.
   void signal_tree(int sig) {
+    if (!tree_) return;
     for (int pid : tree_->pids()) ::kill(pid, sig);
   }
 
@@ -485,11 +560,14 @@ class Monitor {
   int finish() {
     // Drain notifications and take a last reading so the summary holds everything until now.
     if (events_) {
-      events_->drain({[this](int ptgid, int cpid, int ctgid) { tree_->on_fork(ptgid, cpid, ctgid); }, nullptr});
+      events_->drain({[this](int ptgid, int cpid, int ctgid) { proc_tree_->on_fork(ptgid, cpid, ctgid); }, nullptr});
       info_.proc_event_overruns = events_->overruns();
     }
     if (probes_ != nullptr) probes_->stop();
-    if (tree_ && !tree_->denied().empty()) unavailable_.push_back({"process_tree", tree_->denied()});
+    if (tree_) {
+      tree_->settle();
+      if (!tree_->denied().empty()) unavailable_.push_back({"process_tree", tree_->denied()});
+    }
     if (counters_) {
       for (Unavailable& u : counters_->not_counted()) unavailable_.push_back(std::move(u));
     }
@@ -515,7 +593,9 @@ class Monitor {
   std::unique_ptr<EventLoop> loop_;
   Aggregator agg_;
   std::vector<std::unique_ptr<Source>> fast_, slow_;
-  std::unique_ptr<ProcessTree> tree_;
+  std::unique_ptr<TreeSource> tree_;
+  ProcTree* proc_tree_ = nullptr;  // tree_, when it is followed through /proc
+  int members_fd_ = -1;            // the kernel's membership of the tree, when it follows one
   std::optional<ProcEvents> events_;
   std::vector<Unavailable> unavailable_;
   std::FILE* out_ = nullptr;
@@ -577,9 +657,15 @@ int list_sources(const Config& config) {
     auto src = e.make(roots);
     fmt::print("{:<14} {:<14} {}\n", e.name, src ? "available" : "unavailable", src ? e.what : src.error().message);
   }
-  auto tree_ok = ProcessTree().add_root(::getpid());
-  fmt::print("{:<14} {:<14} {}\n", "process_tree", tree_ok ? "available" : "unavailable",
-             "family process_tree (run/attach): CPU, faults, I/O, switches, memory of a whole tree (/proc/PID/*)");
+  {
+    auto sched = SchedObject::load({false, true, 1000});
+    bool exact = sched && (*sched)->follows_tree();
+    fmt::print("{:<14} {:<14} {}\n", "process_tree", "available",
+               exact ? "family process_tree (run/attach): CPU, times, faults, I/O, switches, memory of a whole tree, "
+                       "exact (kernel per-task accounting, eBPF)"
+                     : "family process_tree (run/attach): sampled from /proc (exact kernel accounting unavailable: " +
+                           (sched ? std::string("no tp_btf") : sched.error().message) + ")");
+  }
   if (!has_power_pmu()) {
     auto pc = make_powercap_source(roots);
     fmt::print("{:<14} {:<14} {}\n", "energy", pc ? "available" : "unavailable",
@@ -592,11 +678,11 @@ int list_sources(const Config& config) {
   if (!config.scheduler_enabled) {
     fmt::print("{:<14} {:<14} {}\n", "scheduler", "disabled", "off in the configuration");
   } else {
-    auto sched = make_scheduler_source({});
+    auto sched = SchedObject::load({true, false, 1000});
     fmt::print("{:<14} {:<14} {}\n", "scheduler", sched ? "available" : "unavailable",
                sched ? fmt::format("family scheduler (eBPF, {}): switches, wakeups, run-queue latency; for a "
-                                   "target its on-CPU, run-queue and blocked time",
-                                   (*sched)->attach_mode())
+                                   "target its wakeups and run-queue latency",
+                                   (*sched)->btf() ? "tp_btf" : "raw_tp")
                      : sched.error().message);
   }
   if (!config.block_io_enabled) {

@@ -79,7 +79,7 @@ void Aggregator::observe(const Samples& samples, MonoClock::time_point now) {
     ser.last = s.value;
     if (!s.buckets.empty()) ser.last_buckets = s.buckets;
     ser.run_min = std::min(ser.run_min, s.value);
-    ser.run_max = std::max(ser.run_max, s.value);
+    ser.run_max = std::max({ser.run_max, s.value, s.peak});
     if (!ser.iv_seen) {
       ser.iv_min = ser.iv_max = s.value;
       ser.iv_seen = true;

@@ -37,6 +37,9 @@ struct Sample {
   Labels labels;
   double value = 0;               // counter: running total; gauge: current value; histogram: sum
   std::vector<uint64_t> buckets;  // histogram: running count per log2 bucket (bucket i: < 2^i)
+  // Gauge: a value the quantity is known to have reached since monitoring began, between
+  // readings (a kernel high-water mark); it raises the run's maximum. 0 when none is known.
+  double peak = 0;
 };
 
 using Samples = std::vector<Sample>;

@@ -99,10 +99,10 @@ template <typename V>
 void tree_kernel_lines(std::string& s, const ValueIndex<V>& ix) {
   if (const V* on_cpu = ix.find("process_tree", "on_cpu_seconds")) {
     const V* runq = ix.find("process_tree", "runq_latency_seconds");
-    s += fmt::format(
-        "  sched    on CPU {:.3f} s  run queue {:.3f} s  blocked {:.3f} s  switches {:.0f}  wakeups {:.0f}",
-        on_cpu->value, val(ix, "process_tree", "runq_wait_seconds"), val(ix, "process_tree", "blocked_seconds"),
-        val(ix, "process_tree", "sched_switches"), val(ix, "process_tree", "sched_wakeups"));
+    s += fmt::format("  sched    on CPU {:.3f} s  run queue {:.3f} s  blocked {:.3f} s", on_cpu->value,
+                     val(ix, "process_tree", "runq_wait_seconds"), val(ix, "process_tree", "blocked_seconds"));
+    if (ix.find("process_tree", "sched_wakeups") != nullptr)
+      s += fmt::format("  wakeups {:.0f}", val(ix, "process_tree", "sched_wakeups"));
     if (runq != nullptr)
       s += fmt::format("  run-queue latency p50 {}  p99 {}", below_us(runq->p50), below_us(runq->p99));
     s += "\n";

@@ -105,11 +105,11 @@ BlockSource::~BlockSource() = default;
 
 Result<std::unique_ptr<BlockSource>> make_block_source(const TreeTarget& target) {
   auto impl = std::make_unique<BlockSource::Impl>();
-  impl->track_tree = target.track_tree;
   impl->latency.bucket_base = static_cast<double>(target.hist_unit_ns) * 1e-9;
   auto loaded = load_skeleton<block_bpf>("block I/O", target);
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
+  impl->track_tree = loaded->tree;  // the raw_tp fallback cannot follow a tree
   return std::make_unique<BlockSource>(std::move(impl));
 }
 

@@ -1,7 +1,7 @@
-// The scheduler source: eBPF programs on sched_switch, sched_waking, sched_wakeup_new and
-// sched_process_fork (tp_btf, raw_tp where BTF programs cannot attach) that count switches,
-// wakeups and run-queue latency in per-CPU maps, system-wide and for the target's tree (whose
-// processes the kernel side follows across fork).
+// The scheduler source: eBPF programs on sched_switch, sched_waking and sched_wakeup_new (tp_btf,
+// raw_tp where BTF programs cannot attach) that count switches, wakeups and run-queue latency in
+// per-CPU maps, system-wide and, for the target's tree, its wakeups and run-queue latency (the
+// tree's times and switches come from its exact per-task accounting: kernel/tree_source.h).
 #pragma once
 
 #include <memory>
@@ -9,14 +9,17 @@
 
 #include "core/error.h"
 #include "core/source.h"
-#include "sources/kernel/skeleton.h"
+#include "sources/kernel/sched_object.h"
 
 namespace pm {
 
 class SchedulerSource;
-// Fails (Errc::kUnavailable / kPermissionDenied) with the reason when the programs cannot load.
-// With target.track_tree (run/attach) it also accounts the tree's on/off-CPU time.
-Result<std::unique_ptr<SchedulerSource>> make_scheduler_source(const TreeTarget& target);
+// Reads the loaded object (loaded with count_system). The tree's figures come when it follows a
+// tree.
+std::unique_ptr<SchedulerSource> make_scheduler_source(std::shared_ptr<SchedObject> object, uint64_t hist_unit_ns);
+// System-wide only, with an object of its own. Fails (Errc::kUnavailable / kPermissionDenied)
+// with the reason when the programs cannot load.
+Result<std::unique_ptr<SchedulerSource>> make_scheduler_source(uint64_t hist_unit_ns = 1000);
 
 class SchedulerSource final : public Source {
  public:

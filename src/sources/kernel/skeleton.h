@@ -1,8 +1,8 @@
 // Loading a bpftool skeleton the way every kernel source here does: tp_btf programs where the
 // kernel has BTF, else the raw_tp twins (programs are named btf_* and raw_*, and autoload is
-// switched off for the pair not used; other programs are attached by their source); the fork
-// hook only when the target tree is followed;
-// the tree's processes seeded into the `targets` map before attaching.
+// switched off for the pair not used; other programs are attached by their source). Programs
+// named tree_* serve only a followed tree, and are loaded only then. A tree is followed only by
+// typed programs (task storage): where they cannot load, the raw_tp fallback runs without it.
 #pragma once
 
 #include <bpf/bpf.h>
@@ -21,11 +21,12 @@
 
 namespace pm {
 
-// The processes a kernel source follows (their children join in the kernel, at fork).
+// What a kernel source is loaded for.
 struct TreeTarget {
-  bool track_tree = false;
-  std::vector<int> tgids;
+  bool track_tree = false;       // follow the target tree (run, attach)
+  int members_fd = -1;           // the tree's membership map, when another object owns it
   uint64_t hist_unit_ns = 1000;  // latency histograms: bucket i below 2^i of these
+  bool count_system = true;      // objects that can: the system-wide figures too
 };
 
 template <typename Skel>
@@ -34,7 +35,8 @@ using SkeletonPtr = std::unique_ptr<Skel, void (*)(Skel*)>;
 template <typename Skel>
 struct LoadedSkeleton {
   SkeletonPtr<Skel> skel;
-  bool btf;  // tp_btf programs (else raw_tp)
+  bool btf;   // tp_btf programs (else raw_tp)
+  bool tree;  // it follows the target tree (asked for, and typed programs loaded)
 };
 
 namespace detail {
@@ -43,8 +45,10 @@ template <typename Skel>
 Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeTarget& target) {
   SkeletonPtr<Skel> skel(Skel::open(), Skel::destroy);
   if (!skel) return Error::from_errno(errno, "opening the " + what + " BPF programs");
-  skel->rodata->track_tree = target.track_tree;
+  bool tree = target.track_tree && btf;
+  skel->rodata->track_tree = tree;
   skel->rodata->hist_unit_ns = target.hist_unit_ns;
+  if constexpr (requires { skel->rodata->count_system; }) skel->rodata->count_system = target.count_system;
   // Objects that filter out perf-monitor's own threads in the kernel.
   if constexpr (requires { skel->rodata->self_tgid; }) skel->rodata->self_tgid = static_cast<__u32>(::getpid());
   bpf_program* prog = nullptr;
@@ -53,8 +57,13 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
     // Programs of neither family (uprobes, USDT) are attached by hand, and always loaded.
     bool twin = name.starts_with("btf_") || name.starts_with("raw_");
     bool family = !twin || name.substr(0, 4) == (btf ? "btf_" : "raw_");
-    bool needed = target.track_tree || !name.ends_with("_fork");  // nothing to follow: no fork hook
+    bool needed = tree || !name.starts_with("tree_");  // nothing to follow: no tree hooks
     bpf_program__set_autoload(prog, family && needed);
+  }
+  if (tree && target.members_fd >= 0) {
+    if (int err = bpf_map__reuse_fd(skel->maps.members, target.members_fd); err != 0) {
+      return Error::from_errno(-err, "sharing the tree's membership with the " + what + " programs");
+    }
   }
   if (int err = Skel::load(skel.get()); err != 0) {
     // EACCES from a load is the verifier's refusal, EPERM a missing capability.
@@ -63,11 +72,6 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
     Error e = Error::from_errno(-err, "loading the " + what + " BPF programs");
     if (e.code == Errc::kPermissionDenied) e.message += " (run as root: loading BPF needs CAP_BPF and CAP_PERFMON)";
     return e;
-  }
-  __u8 one = 1;
-  for (int tgid : target.tgids) {
-    auto key = static_cast<__u32>(tgid);
-    bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &key, &one, BPF_ANY);
   }
   if (int err = Skel::attach(skel.get()); err != 0) {
     return Error::from_errno(-err, "attaching the " + what + " BPF programs");
@@ -98,7 +102,7 @@ Result<LoadedSkeleton<Skel>> load_skeleton(const std::string& what, const TreeTa
     skel = detail::load_as<Skel>(what, false, target);
   }
   if (!skel) return skel.error();
-  return LoadedSkeleton<Skel>{std::move(*skel), btf};
+  return LoadedSkeleton<Skel>{std::move(*skel), btf, target.track_tree && btf};
 }
 
 // Sums a per-CPU array's single slot over every possible CPU.

@@ -1,0 +1,61 @@
+// The scheduler's BPF object (bpf/scheduler.bpf.c), loaded once per session and shared by the
+// sources that read it: the scheduler source (system-wide switches, wakeups, run-queue latency)
+// and the kernel process tree (the target tree's exact accounting). Its task-storage map is the
+// tree's membership, which the block I/O and probe objects reuse.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+#include "core/fd.h"
+
+struct bpf_object;
+struct pm_sched_counters;
+struct pm_tree_stats;
+struct pm_task;
+
+namespace pm {
+
+struct SchedObjectOptions {
+  bool count_system = true;      // the scheduler source's system-wide figures
+  bool track_tree = false;       // follow a target tree (needs tp_btf)
+  uint64_t hist_unit_ns = 1000;  // run-queue histogram unit
+};
+
+class SchedObject {
+ public:
+  // Fails (kUnavailable / kPermissionDenied) with the reason when the programs cannot load.
+  static Result<std::shared_ptr<SchedObject>> load(const SchedObjectOptions& options);
+  ~SchedObject();
+  SchedObject(const SchedObject&) = delete;
+  SchedObject& operator=(const SchedObject&) = delete;
+
+  [[nodiscard]] bool btf() const;
+  // It follows the target tree: asked for, and the typed programs loaded.
+  [[nodiscard]] bool follows_tree() const;
+  [[nodiscard]] int members_fd() const;
+  [[nodiscard]] bpf_object* object() const;
+
+  // Makes every task of these processes a member, and the children they fork from now on.
+  // Returns how many of the processes were found and marked.
+  Result<size_t> seed(const std::vector<int>& tgids);
+  // The live members, one record per task, read through the task iterator.
+  Status read_live(std::vector<pm_task>& out);
+  // Per-CPU slots (sized to the possible CPUs).
+  bool read_counters(std::vector<pm_sched_counters>& per_cpu) const;
+  bool read_tree(std::vector<pm_tree_stats>& per_cpu) const;
+  // What the seeding passes marked so far, and the tasks they could not mark (no memory).
+  [[nodiscard]] uint64_t seeded_tasks() const;
+  [[nodiscard]] uint64_t seeded_processes() const;
+  [[nodiscard]] uint64_t seed_failures() const;
+
+  struct Impl;
+  explicit SchedObject(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pm

@@ -1,0 +1,60 @@
+// The tree's proportional set size and shared memory, from every member's smaps_rollup.
+//
+// A member's PSS changes when any other process maps or unmaps the pages it shares, so members
+// are never read one at a time as their own RSS moves (their stale values would add up to more
+// than the tree has): a pass reads all of them together, and is kept only if the members' RSS
+// did not move while it ran (compared with what the kernel reported just before), else the last
+// good pass stands. smaps_rollup walks page tables under the mmap lock (26 ms for a 4 GiB process
+// here), so passes run within a CPU budget: after a pass that cost t of CPU, the next waits
+// t / budget.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/file_reader.h"
+
+namespace pm {
+
+class PssSampler {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Member {
+    int pid;
+    double rss_bytes;  // as the kernel reported it just before the pass
+  };
+
+  explicit PssSampler(std::string proc_root = "/proc", double cpu_budget = 0.01);
+  // Reads a new pass when one is due (members or their RSS changed, or a second went by) and the
+  // budget allows.
+  void update(const std::vector<Member>& members, Clock::time_point now);
+  // The last coherent pass; absent before the first, or when a member's file may not be read.
+  [[nodiscard]] std::optional<double> pss() const { return valid() ? std::optional(pss_) : std::nullopt; }
+  [[nodiscard]] std::optional<double> shared() const { return valid() ? std::optional(shared_) : std::nullopt; }
+  // Why PSS is left out, empty when it is not.
+  [[nodiscard]] const std::string& denied() const { return denied_; }
+  // Passes read and passes discarded because memory moved during them (for the benchmarks).
+  [[nodiscard]] uint64_t passes() const { return passes_; }
+  [[nodiscard]] uint64_t discarded() const { return discarded_; }
+  [[nodiscard]] std::chrono::nanoseconds cpu() const { return cpu_; }
+
+ private:
+  [[nodiscard]] bool valid() const { return have_ && denied_.empty(); }
+  bool due(const std::vector<Member>& members, Clock::time_point now) const;
+
+  std::string proc_;
+  double budget_;
+  FileReader reader_;
+  std::vector<int> last_pids_;
+  double last_rss_ = 0;
+  Clock::time_point last_pass_{}, next_allowed_{};
+  double pss_ = 0, shared_ = 0;
+  bool have_ = false;
+  std::string denied_;
+  uint64_t passes_ = 0, discarded_ = 0;
+  std::chrono::nanoseconds cpu_{0};
+};
+
+}  // namespace pm

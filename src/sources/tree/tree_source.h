@@ -1,0 +1,69 @@
+// The target's process tree as the session sees it, whichever way it is measured: exactly, from
+// the kernel's own per-task accounting (kernel_tree.h: eBPF), or, where eBPF cannot follow a
+// tree, by walking /proc (proc_tree.h). Both report the same metrics (family process_tree), through
+// TreeFigures, so the sinks cannot tell them apart, only the docs and `list` can.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/metric.h"
+#include "core/source.h"
+
+namespace pm {
+
+// A tree's running totals (counters, since it was first followed) and its current size.
+struct TreeCounters {
+  double user_s = 0, system_s = 0;  // CPU time by mode
+  double minor_faults = 0, major_faults = 0;
+  double voluntary = 0, involuntary = 0;  // context switches
+  double read_bytes = 0, write_bytes = 0, rchar = 0, wchar = 0;
+  double on_cpu_s = 0, runq_s = 0, blocked_s = 0;  // kernel accounting only (has_times)
+  // Raises each figure to at least o's: a running total never goes back.
+  void at_least(const TreeCounters& o);
+};
+
+struct TreeFigures {
+  TreeCounters counters;
+  bool has_times = false;  // on-CPU, run-queue and blocked time are known
+  bool io_known = true;    // I/O figures could be read for every member
+  double processes_seen = 0;
+  std::optional<double> not_followed;  // tasks the kernel could not follow (lost figures)
+  // The tree now; absent while it has no live process.
+  double processes = 0, threads = 0, vm_size = 0, rss = 0;
+  std::optional<double> pss, shared, anon;
+  // The largest RSS any one member has had (kernel high-water marks), a floor for the run's
+  // maximum RSS; 0 when unknown.
+  double peak_rss = 0;
+};
+
+// Appends the figures as the process_tree family's samples.
+void append_tree_samples(const TreeFigures& f, Samples& out);
+
+// The tree's time split into user and system the way the kernel splits a task's (cputime_adjust):
+// the exact total on-CPU time divided in the ratio of the tick-sampled user and system times, and
+// never below what was reported before.
+struct CpuSplit {
+  double user_s = 0, system_s = 0;
+  void update(double on_cpu_s, double user_ticks, double system_ticks);
+};
+
+class TreeSource : public Source {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "process_tree"; }
+  // Live processes, to pass a signal on to the whole tree.
+  [[nodiscard]] virtual std::vector<int> pids() = 0;
+  // A child of perf-monitor (a member) is a zombie about to be reaped: its last chance to be read.
+  virtual void on_reaping(int /*pid*/) {}
+  // At the end, before the last reading: waits (briefly) until every task that has exited is
+  // accounted for.
+  virtual void settle() {}
+  // Why some figures are left out (files we may not read), empty when none are.
+  [[nodiscard]] virtual std::string denied() const { return {}; }
+  // How the figures are obtained, for `list` and the summary ("kernel" or "/proc").
+  [[nodiscard]] virtual std::string_view method() const = 0;
+};
+
+}  // namespace pm
