@@ -40,6 +40,7 @@ Aggregator::Series& Aggregator::series_for(const Sample& s) {
     Series n{s.desc, s.labels};
     n.first = n.last = n.at_close = s.value;
     n.run_min = n.run_max = s.value;
+    n.observed = !std::isnan(s.value);  // a peak alone is no observation
     n.first_buckets = n.last_buckets = n.close_buckets = s.buckets;
     series_.push_back(std::move(n));
   }
@@ -66,6 +67,8 @@ void Aggregator::observe(const Samples& samples, MonoClock::time_point now) {
   start(now);
   for (const Sample& s : samples) {
     Series& ser = series_for(s);
+    ser.floor = std::max(ser.floor, s.peak);
+    if (std::isnan(s.value)) continue;  // only a peak: the gauge was not read
     if (!ser.observed) {
       ser.observed = true;
       ser.first = ser.last = ser.run_min = ser.run_max = s.value;
@@ -79,7 +82,7 @@ void Aggregator::observe(const Samples& samples, MonoClock::time_point now) {
     ser.last = s.value;
     if (!s.buckets.empty()) ser.last_buckets = s.buckets;
     ser.run_min = std::min(ser.run_min, s.value);
-    ser.run_max = std::max({ser.run_max, s.value, s.peak});
+    ser.run_max = std::max(ser.run_max, s.value);
     if (!ser.iv_seen) {
       ser.iv_min = ser.iv_max = s.value;
       ser.iv_seen = true;
@@ -180,8 +183,11 @@ SummaryRecord Aggregator::summary(MonoClock::time_point now) const {
     SummaryValue v{s.desc, &s.labels};
     v.value = s.desc->kind == MetricKind::kGauge ? s.last : s.last - s.first;
     v.min = s.run_min;
-    v.max = s.run_max;
-    if (!s.observed) v.value = v.min = v.max = std::numeric_limits<double>::quiet_NaN();
+    v.max = std::max(s.run_max, s.floor);
+    if (!s.observed) {
+      v.value = v.min = std::numeric_limits<double>::quiet_NaN();
+      v.max = s.floor > 0 ? s.floor : std::numeric_limits<double>::quiet_NaN();
+    }
     if (s.desc->kind == MetricKind::kHistogram) {
       v.buckets = bucket_delta(s.last_buckets, s.first_buckets);
       v.p50 = log2_quantile(v.buckets, 0.5, s.desc->bucket_base);

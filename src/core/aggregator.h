@@ -77,6 +77,7 @@ class Aggregator {
     double run_min = 0, run_max = 0, iv_min = 0, iv_max = 0;
     bool iv_seen = false;
     bool observed = true;  // false for a gauge only declared by the baseline
+    double floor = 0;      // gauge: the highest peak its samples reported (Sample::peak)
     std::vector<uint64_t> first_buckets, last_buckets, close_buckets;
   };
   Series& series_for(const Sample& s);

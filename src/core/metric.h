@@ -38,7 +38,8 @@ struct Sample {
   double value = 0;               // counter: running total; gauge: current value; histogram: sum
   std::vector<uint64_t> buckets;  // histogram: running count per log2 bucket (bucket i: < 2^i)
   // Gauge: a value the quantity is known to have reached since monitoring began, between
-  // readings (a kernel high-water mark); it raises the run's maximum. 0 when none is known.
+  // readings (a kernel high-water mark); it raises the run's maximum. 0 when none is known. A
+  // sample whose value is NaN carries only this: the gauge itself was not read.
   double peak = 0;
 };
 

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -313,6 +315,43 @@ TEST(Aggregator, SeriesInFirstSeenOrder) {
   EXPECT_EQ(*sum.values[1].labels, (Labels{{"dev", "b"}}));
   EXPECT_EQ(*sum.values[2].labels, (Labels{{"dev", "a"}}));
   EXPECT_TRUE(sum.values[3].labels->empty());
+}
+
+}  // namespace
+}  // namespace pm
+
+namespace pm {
+namespace {
+
+Sample peak(double value, double p) {
+  Sample s{&kTemp, {}, value, {}};
+  s.peak = p;
+  return s;
+}
+
+TEST(Aggregator, PeaksRaiseTheRunMaximumOnly) {
+  Aggregator agg;
+  agg.observe({gauge(10)}, t0);
+  // A high-water mark of 50 reached between readings: the run's maximum, not a reading.
+  agg.observe({peak(20, 50)}, t0 + seconds(1));
+  IntervalRecord iv = agg.close_interval(t0 + seconds(1));
+  EXPECT_EQ(find(iv.values, kTemp)->value, 20);
+  EXPECT_EQ(find(iv.values, kTemp)->max, 20);
+  // A peak with no reading (NaN): the gauge keeps its last reading.
+  agg.observe({peak(std::numeric_limits<double>::quiet_NaN(), 70)}, t0 + seconds(2));
+  SummaryRecord sum = agg.summary(t0 + seconds(2));
+  EXPECT_EQ(find(sum.values, kTemp)->value, 20);
+  EXPECT_EQ(find(sum.values, kTemp)->min, 10);
+  EXPECT_EQ(find(sum.values, kTemp)->max, 70);
+}
+
+TEST(Aggregator, APeakAloneIsTheMaximumOfAGaugeNeverRead) {
+  Aggregator agg;
+  agg.observe({peak(std::numeric_limits<double>::quiet_NaN(), 30)}, t0);
+  EXPECT_EQ(find(agg.close_interval(t0 + seconds(1)).values, kTemp), nullptr);
+  SummaryRecord sum = agg.summary(t0 + seconds(1));
+  EXPECT_EQ(find(sum.values, kTemp)->max, 30);
+  EXPECT_TRUE(std::isnan(find(sum.values, kTemp)->min));
 }
 
 }  // namespace

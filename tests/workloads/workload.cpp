@@ -24,15 +24,38 @@
 //                                        rusage as "cpu_seconds=S" (the kernel's truth)
 //   pm-workload exit CODE                exit with CODE
 //   pm-workload sleep MS                 sleep
+//   pm-workload measure OUT CMD ARGS...  the independent truth of a tree: runs CMD as a child
+//                                        subreaper, reaps every descendant, then writes to OUT
+//                                        what the kernel's own reap accounting says of them and of
+//                                        itself (getrusage SELF + CHILDREN, /proc/self/io):
+//                                        key=value lines; exits with CMD's status
+//   pm-workload latereap N MS WMIB       N children each spin 100 ms and write then read back
+//                                        WMIB (fsync) and exit; the parent reaps them MS later
+//   pm-workload threads N MS             N threads each spin MS and nap 20 times 1 ms, then
+//                                        exit; the process lingers 200 ms after them
+//   pm-workload shared MIB N HOLD_MS     MIB of MAP_SHARED memory touched by the parent, then
+//                                        read by N children: all hold it HOLD_MS (the tree's
+//                                        PSS is then MIB plus what each has of its own)
+//   pm-workload forktree N M             N children one after the other, each forking M
+//                                        grandchildren that exit at once: 1 + N + N*M processes
+//   pm-workload writes N                 N write() calls of one byte to /dev/null
+//   pm-workload blip MIB                 touch MIB of anonymous memory and exit at once (a short
+//                                        process whose peak RSS no sampling catches)
+//   pm-workload ignchld N MS             ignore SIGCHLD (the kernel reaps the children itself, and
+//                                        their figures reach no parent), fork N children that each
+//                                        spin MS, wait until all are gone
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -96,6 +119,68 @@ void spin(long ms) {
 std::string tmp_path(const char* tag) {
   const char* dir = std::getenv("TMPDIR");
   return std::string(dir != nullptr ? dir : "/tmp") + "/pm-workload-" + tag + "-" + std::to_string(::getpid());
+}
+
+// /proc/self/io, or one thread's /proc/self/task/TID/io, as "key: value" pairs.
+std::vector<std::pair<std::string, unsigned long long>> read_io(const std::string& path) {
+  std::vector<std::pair<std::string, unsigned long long>> out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[1024];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return out;
+  buf[n] = 0;
+  char key[64];
+  unsigned long long v = 0;
+  for (char* line = std::strtok(buf, "\n"); line != nullptr; line = std::strtok(nullptr, "\n")) {
+    if (std::sscanf(line, "%63[^:]: %llu", key, &v) == 2) out.emplace_back(key, v);
+  }
+  return out;
+}
+
+// The measure mode: the kernel's reap accounting of a whole tree, as the truth to compare with.
+int measure(const char* out_path, char** cmd) {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::execvp(cmd[0], cmd);
+    ::_exit(127);
+  }
+  int status = 0, root_status = 0;
+  for (;;) {
+    pid_t p = ::wait(&status);
+    if (p < 0) break;  // ECHILD: every descendant reaped
+    if (p == child) root_status = status;
+  }
+  rusage self{}, children{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  // The process's I/O holds its reaped children's; its own thread's is taken out.
+  auto whole = read_io("/proc/self/io");
+  auto own = read_io("/proc/self/task/" + std::to_string(::getpid()) + "/io");
+  auto sec = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
+  char text[2048];
+  int len = std::snprintf(
+      text, sizeof text,
+      "children_user_s=%.6f\nchildren_system_s=%.6f\nchildren_minflt=%ld\nchildren_majflt=%ld\n"
+      "children_nvcsw=%ld\nchildren_nivcsw=%ld\nchildren_maxrss_kib=%ld\n"
+      "self_user_s=%.6f\nself_system_s=%.6f\nself_minflt=%ld\nself_majflt=%ld\nself_nvcsw=%ld\nself_nivcsw=%ld\n",
+      sec(children.ru_utime), sec(children.ru_stime), children.ru_minflt, children.ru_majflt, children.ru_nvcsw,
+      children.ru_nivcsw, children.ru_maxrss, sec(self.ru_utime), sec(self.ru_stime), self.ru_minflt, self.ru_majflt,
+      self.ru_nvcsw, self.ru_nivcsw);
+  for (const auto& [key, v] : whole) {
+    unsigned long long mine = 0;
+    for (const auto& [k, o] : own) {
+      if (k == key) mine = o;
+    }
+    len += std::snprintf(text + len, sizeof text - static_cast<size_t>(len), "children_io_%s=%llu\nself_io_%s=%llu\n",
+                         key.c_str(), v - mine, key.c_str(), mine);
+  }
+  int fd = ::open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || ::write(fd, text, static_cast<size_t>(len)) != len) return 1;
+  ::close(fd);
+  return WIFEXITED(root_status) ? WEXITSTATUS(root_status) : 128 + WTERMSIG(root_status);
 }
 
 int usage() {
@@ -242,6 +327,91 @@ int main(int argc, char** argv) {
     return static_cast<int>(arg(2));
   } else if (mode == "sleep" && argc == 3) {
     sleep_ms(arg(2));
+  } else if (mode == "measure" && argc >= 4) {
+    return measure(argv[2], argv + 3);
+  } else if (mode == "latereap" && argc == 5) {
+    for (long i = 0; i < arg(2); ++i) {
+      if (::fork() == 0) {
+        spin(100);
+        std::string path = tmp_path("late");
+        int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        std::vector<char> chunk(kMiB, 'x');
+        for (long m = 0; m < arg(4); ++m) {
+          if (::write(fd, chunk.data(), chunk.size()) < 0) ::_exit(1);
+        }
+        ::fsync(fd);
+        ::lseek(fd, 0, SEEK_SET);
+        while (::read(fd, chunk.data(), chunk.size()) > 0) {
+        }
+        ::close(fd);
+        ::unlink(path.c_str());
+        ::_exit(0);
+      }
+    }
+    sleep_ms(arg(3));  // the children are zombies by now
+    while (::wait(nullptr) > 0) {
+    }
+  } else if (mode == "threads" && argc == 4) {
+    std::vector<std::thread> threads;
+    for (long i = 0; i < arg(2); ++i) {
+      threads.emplace_back([&] {
+        spin(arg(3));
+        for (int n = 0; n < 20; ++n) sleep_ms(1);
+      });
+    }
+    for (auto& t : threads) t.join();
+    sleep_ms(200);
+  } else if (mode == "shared" && argc == 5) {
+    size_t len = static_cast<size_t>(arg(2)) * kMiB;
+    void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 1;
+    auto* bytes = static_cast<volatile char*>(p);
+    long page = ::sysconf(_SC_PAGESIZE);
+    for (size_t off = 0; off < len; off += static_cast<size_t>(page)) bytes[off] = 1;
+    for (long i = 0; i < arg(3); ++i) {
+      if (::fork() == 0) {
+        volatile char sum = 0;
+        for (size_t off = 0; off < len; off += static_cast<size_t>(page)) sum = static_cast<char>(sum + bytes[off]);
+        sleep_ms(arg(4));
+        ::_exit(0);
+      }
+    }
+    sleep_ms(arg(4));
+    while (::wait(nullptr) > 0) {
+    }
+  } else if (mode == "forktree" && argc == 4) {
+    for (long i = 0; i < arg(2); ++i) {
+      pid_t child = ::fork();
+      if (child == 0) {
+        for (long j = 0; j < arg(3); ++j) {
+          if (::fork() == 0) ::_exit(0);
+        }
+        while (::wait(nullptr) > 0) {
+        }
+        ::_exit(0);
+      }
+      if (child < 0) return 1;
+      ::waitpid(child, nullptr, 0);
+    }
+  } else if (mode == "blip" && argc == 3) {
+    touch(static_cast<size_t>(arg(2)), 0);
+  } else if (mode == "ignchld" && argc == 4) {
+    ::signal(SIGCHLD, SIG_IGN);
+    for (long i = 0; i < arg(2); ++i) {
+      if (::fork() == 0) {
+        spin(arg(3));
+        ::_exit(0);
+      }
+    }
+    while (::wait(nullptr) > 0 || errno == EINTR) {
+    }
+  } else if (mode == "writes" && argc == 3) {
+    int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    char c = 0;
+    for (long i = 0; i < arg(2); ++i) {
+      if (::write(fd, &c, 1) != 1) return 1;
+    }
+    ::close(fd);
   } else {
     return usage();
   }

@@ -1,6 +1,7 @@
 #include "sources/tree/tree_source.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace pm {
 namespace {
@@ -159,6 +160,11 @@ void append_tree_samples(const TreeFigures& f, Samples& out) {
     if (f.pss) add(kPss, *f.pss);
     if (f.shared) add(kShared, *f.shared);
     if (f.anon) add(kAnon, *f.anon);
+  } else if (f.peak_rss > 0) {
+    // No member alive to read, but the peaks of those that were raise the run's maximum.
+    Sample rss{&kRss, {}, std::numeric_limits<double>::quiet_NaN()};
+    rss.peak = f.peak_rss;
+    out.push_back(std::move(rss));
   }
   add(kUser, c.user_s);
   add(kSystem, c.system_s);
