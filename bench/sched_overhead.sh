@@ -5,6 +5,9 @@
 #   floor      empty programs on the same hooks (bench/bpf_floor)
 #   kernel     perf-monitor, live system-wide, eBPF sources only (scheduler + block I/O)
 #   monitor    perf-monitor, live system-wide, everything on (adds perf counters on every CPU)
+#   run        perf-monitor run -- the ping-pong: the tree followed exactly in the kernel
+#              (eBPF sources only: membership checks, exit capture, the tree's run-queue waits)
+#   run-all    the same with everything on (adds perf counters inherited by the tree's tasks)
 #   bpftrace   an equivalent bpftrace script: switches per CPU, wakeups, run-queue histogram
 # Each configuration runs ROUNDS times, interleaved; the median usecs/op is reported with its
 # slowdown against bare. For perf-monitor also its own CPU during the storm, and its peak RSS.
@@ -21,6 +24,11 @@ if ! mountpoint -q /sys/kernel/tracing; then mount -t tracefs nodev /sys/kernel/
 ulimit -l unlimited 2>/dev/null || true
 
 pipe_us() { taskset -c 0 perf bench sched pipe -l "$loops" 2>/dev/null | awk '/usecs\/op/ {print $1}'; }
+# The ping-pong as perf-monitor's command (run mode); the monitor's own output goes to /dev/null.
+run_us() {
+  "$pm" "$@" run --output /dev/null -- taskset -c 0 perf bench sched pipe -l "$loops" 2>/dev/null |
+    awk '/usecs\/op/ {print $1}'
+}
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
@@ -64,6 +72,9 @@ for ((r = 0; r < rounds; r++)); do
   ((hwm > monitor_hwm)) && monitor_hwm=$hwm
   kill -INT $mpid; wait $mpid || true
 
+  results[run]+="$(run_us --config /tmp/pm-bench-kernel.toml) "
+  results[run-all]+="$(run_us) "
+
   if command -v bpftrace > /dev/null; then
     bpftrace /tmp/pm-bench.bt > /dev/null 2>&1 & bpid=$!; sleep 4
     if kill -0 $bpid 2> /dev/null; then
@@ -75,7 +86,7 @@ done
 
 bare=$(echo ${results[bare]} | tr ' ' '\n' | median)
 printf '%-10s %10s %10s\n' config usecs/op slowdown
-for c in bare floor kernel monitor bpftrace; do
+for c in bare floor kernel monitor run run-all bpftrace; do
   [ -n "${results[$c]:-}" ] || continue
   m=$(echo ${results[$c]} | tr ' ' '\n' | median)
   printf '%-10s %10s %10.3f\n' "$c" "$m" "$(echo "$m / $bare" | bc -l)"

@@ -52,7 +52,7 @@ struct mm_struct___v62 {
 // layout's offset ahead of the branch, where the verifier would meet a relocation this kernel
 // cannot resolve; a subprogram in the branch not taken is never verified.
 static __noinline __s64 mm_counter_v62(struct mm_struct *mm, int kind) {
-  return BPF_CORE_READ((struct mm_struct___v62 *)mm, rss_stat[kind & 3].count);
+  return ((struct mm_struct___v62 *)mm)->rss_stat[kind & 3].count;  // typed: a direct load
 }
 static __noinline __s64 mm_counter_pre62(struct mm_struct *mm, int kind) {
   return BPF_CORE_READ((struct mm_struct___pre62 *)mm, rss_stat.count[kind & 3].counter);

@@ -23,6 +23,8 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+#define PF_KTHREAD 0x00200000
+
 // Set before load: the system-wide figures (the scheduler source). Off when the object is
 // loaded only to follow a tree: the hooks then do the tree's work alone.
 const volatile bool count_system = true;
@@ -100,7 +102,7 @@ static __always_inline void task_figures(struct task_struct *t, struct pm_member
 }
 
 // The process's largest RSS before its current mm (an exec'd program, exited threads), pages.
-static __always_inline __u64 signal_maxrss(struct task_struct *t) { return BPF_CORE_READ(t, signal, maxrss); }
+static __always_inline __u64 signal_maxrss(struct task_struct *t) { return t->signal->maxrss; }
 
 // A member's last switch: its figures are final. Marked captured first, so a concurrent read of
 // the live members never sees it as live once its figures are in `exited`.
@@ -242,12 +244,15 @@ int tree_tasks(struct bpf_iter__task *ctx) {
     if (t->pid == t->tgid) seeded_processes++;
     return 0;
   }
+  if (t->flags & PF_KTHREAD) return 0;  // never a member: no storage lookup
   struct pm_member *m = member_of(t);
   if (!m || m->captured) return 0;
   struct pm_task rec = {};
   rec.pid = t->pid;
   rec.tgid = t->tgid;
-  rec.ppid = BPF_CORE_READ(t, real_parent, tgid);
+  // Typed pointers all the way: direct loads, no helper calls (this runs for every member on
+  // every tree pass).
+  rec.ppid = t->real_parent->tgid;
   rec.start_ns = t->start_time;
   task_figures(t, m, bpf_ktime_get_ns(), false, rec.fig);
   struct mm_struct *mm = t->mm;
@@ -259,14 +264,14 @@ int tree_tasks(struct bpf_iter__task *ctx) {
       rec.rss_pages[k] = mm_counter(mm, k);
       if (k != PM_RSS_SWAP) rss += rec.rss_pages[k];
     }
-    rec.vm_pages = BPF_CORE_READ(mm, total_vm);
-    __u64 hiwater = BPF_CORE_READ(mm, hiwater_rss);
+    rec.vm_pages = mm->total_vm;
+    __u64 hiwater = mm->hiwater_rss;
     if (hiwater > peak) peak = hiwater;
     if (rss > peak) peak = rss;
   }
   rec.peak_rss_pages = peak;
-  rec.cgroup_id = BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
-  bpf_probe_read_kernel_str(rec.comm, sizeof rec.comm, t->comm);
+  rec.cgroup_id = t->cgroups->dfl_cgrp->kn->id;
+  __builtin_memcpy(rec.comm, t->comm, sizeof rec.comm);
   bpf_seq_write(ctx->meta->seq, &rec, sizeof rec);
   return 0;
 }

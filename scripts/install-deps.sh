@@ -22,10 +22,11 @@ packages=(
   libcpp-httplib-dev                 # the HTTP server of the Prometheus exporter (--prometheus)
   dpkg-dev                           # cpack -G DEB: dpkg-shlibdeps works out the package's dependencies
   prometheus                         # tests: promtool's linter and a real server scraping perf-monitor
+  fio bpftrace                       # tests: fio's own byte counts and bpftrace's run-queue waits as truths
 )
 
 if [ "${1:-}" = bench ]; then
-  packages+=(bpftrace bc util-linux)   # bench/sched_overhead.sh: the bpftrace comparison, arithmetic
+  packages+=(bc util-linux)   # bench/sched_overhead.sh: arithmetic, taskset
 fi
 
 missing=()

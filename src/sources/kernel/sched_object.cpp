@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 #include "sources/kernel/skeleton.h"
@@ -52,26 +53,19 @@ uint64_t SchedObject::seed_failures() const { return impl_->skel->bss->seed_fail
 
 namespace {
 
-// One pass of the task iterator: everything it wrote, appended to `bytes`.
-Status run_iterator(bpf_link* link, std::vector<char>& bytes) {
-  bytes.clear();
+// One pass of the task iterator: everything it wrote, in `bytes` (its size is what was read;
+// the buffer only grows, so a steady tree costs no allocation).
+Status run_iterator(bpf_link* link, std::vector<char>& bytes, size_t& size) {
+  size = 0;
   UniqueFd fd(bpf_iter_create(bpf_link__fd(link)));
   if (!fd) return Error::from_errno(errno, "reading the tree's tasks (BPF iterator)");
-  constexpr size_t kChunk = 64 * 1024;
   for (;;) {
-    size_t at = bytes.size();
-    bytes.resize(at + kChunk);
-    ssize_t n = ::read(fd.get(), bytes.data() + at, kChunk);
-    if (n < 0 && errno == EINTR) {
-      bytes.resize(at);
-      continue;
-    }
-    if (n < 0) {
-      bytes.resize(at);
-      return Error::from_errno(errno, "reading the tree's tasks (BPF iterator)");
-    }
-    bytes.resize(at + static_cast<size_t>(n));
+    if (bytes.size() - size < 64 * 1024) bytes.resize(std::max<size_t>(2 * bytes.size(), 256 * 1024));
+    ssize_t n = ::read(fd.get(), bytes.data() + size, bytes.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::from_errno(errno, "reading the tree's tasks (BPF iterator)");
     if (n == 0) return {};
+    size += static_cast<size_t>(n);
   }
 }
 
@@ -90,7 +84,8 @@ Result<size_t> SchedObject::seed(const std::vector<int>& tgids) {
   // While seeding, the fork hook also marks children of the seeds, so none forked during the
   // pass is missed; the pass marks every task the seeds have.
   m.skel->bss->seeding = true;
-  Status st = run_iterator(m.skel->links.tree_tasks, m.bytes);
+  size_t size = 0;
+  Status st = run_iterator(m.skel->links.tree_tasks, m.bytes, size);
   m.skel->bss->seeding = false;
   for (int tgid : tgids) {
     auto key = static_cast<__u32>(tgid);
@@ -104,10 +99,11 @@ Status SchedObject::read_live(std::vector<pm_task>& out) {
   Impl& m = *impl_;
   out.clear();
   if (!m.tree) return {};
-  if (auto st = run_iterator(m.skel->links.tree_tasks, m.bytes); !st) return st;
-  size_t n = m.bytes.size() / sizeof(pm_task);
-  out.resize(n);
-  if (n > 0) std::memcpy(out.data(), m.bytes.data(), n * sizeof(pm_task));
+  size_t size = 0;
+  if (auto st = run_iterator(m.skel->links.tree_tasks, m.bytes, size); !st) return st;
+  size_t n = size / sizeof(pm_task);
+  const auto* first = reinterpret_cast<const pm_task*>(m.bytes.data());  // NOLINT: records as written
+  out.assign(first, first + n);
   return {};
 }
 

@@ -112,7 +112,6 @@ void KernelTree::collect(Samples& out) {
   f.threads = static_cast<double>(live_.size());
   f.anon = anon;
   if (new_tree_) f.peak_rss = static_cast<double>(r.peak_pages) * page_size_;
-  std::sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
   pss_.update(members, PssSampler::Clock::now());
   f.pss = pss_.pss();
   f.shared = pss_.shared();

@@ -272,7 +272,6 @@ void ProcTree::collect(Samples& out) {
   f.counters = reported_;
   f.io_known = io_denied_.empty();
   f.processes_seen = static_cast<double>(seen_);
-  std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
   pss_.update(live, PssSampler::Clock::now());
   f.pss = pss_.pss();
   f.shared = pss_.shared();

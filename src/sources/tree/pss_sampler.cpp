@@ -10,6 +10,16 @@
 namespace pm {
 namespace {
 
+// The same set of processes, in any order, gives the same fingerprint.
+uint64_t fingerprint(const std::vector<PssSampler::Member>& members) {
+  uint64_t f = members.size();
+  for (const auto& m : members) {
+    uint64_t x = static_cast<uint64_t>(m.pid) * 0x9E3779B97F4A7C15ULL;
+    f += x ^ (x >> 29);
+  }
+  return f;
+}
+
 double rss_sum(const std::vector<PssSampler::Member>& members) {
   double sum = 0;
   for (const auto& m : members) sum += m.rss_bytes;
@@ -34,11 +44,7 @@ PssSampler::PssSampler(std::string proc_root, double cpu_budget) : proc_(std::mo
 bool PssSampler::due(const std::vector<Member>& members, Clock::time_point now) const {
   if (now < next_allowed_) return false;
   if (!have_ || now - last_pass_ >= std::chrono::seconds(1)) return true;
-  if (members.size() != last_pids_.size()) return true;
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (members[i].pid != last_pids_[i]) return true;
-  }
-  return !same_memory(rss_sum(members), last_rss_);
+  return fingerprint(members) != last_members_ || !same_memory(rss_sum(members), last_rss_);
 }
 
 void PssSampler::update(const std::vector<Member>& members, Clock::time_point now) {
@@ -67,8 +73,7 @@ void PssSampler::update(const std::vector<Member>& members, Clock::time_point no
   next_allowed_ = now + std::chrono::duration_cast<Clock::duration>((t1 - t0) / budget_);
   cpu_ += t1 - t0;
   last_pass_ = now;
-  last_pids_.clear();
-  for (const Member& m : members) last_pids_.push_back(m.pid);
+  last_members_ = fingerprint(members);
   last_rss_ = rss_sum(members);
   if (!same_memory(rss, last_rss_)) {
     ++discarded_;  // memory moved while the pass ran: its members are not of one moment

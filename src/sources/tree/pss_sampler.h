@@ -26,7 +26,7 @@ class PssSampler {
     double rss_bytes;  // as the kernel reported it just before the pass
   };
 
-  explicit PssSampler(std::string proc_root = "/proc", double cpu_budget = 0.01);
+  explicit PssSampler(std::string proc_root = "/proc", double cpu_budget = 0.005);
   // Reads a new pass when one is due (members or their RSS changed, or a second went by) and the
   // budget allows.
   void update(const std::vector<Member>& members, Clock::time_point now);
@@ -47,7 +47,7 @@ class PssSampler {
   std::string proc_;
   double budget_;
   FileReader reader_;
-  std::vector<int> last_pids_;
+  uint64_t last_members_ = 0;  // which processes the last pass read (an order-free fingerprint)
   double last_rss_ = 0;
   Clock::time_point last_pass_{}, next_allowed_{};
   double pss_ = 0, shared_ = 0;
