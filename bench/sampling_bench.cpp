@@ -81,8 +81,8 @@ void SystemTick(benchmark::State& state) {
       sources.push_back(std::move(*s));
     }
   }
-  std::FILE* null = std::fopen("/dev/null", "w");
-  auto sink = pm::make_json_sink(null);
+  auto null = pm::Output::open("/dev/null");
+  auto sink = pm::make_json_sink(*null);
   pm::Samples samples;
   auto now = pm::MonoClock::now();
   for (auto _ : state) {
@@ -92,7 +92,6 @@ void SystemTick(benchmark::State& state) {
     agg.observe(samples, now);
     sink->interval(agg.close_interval(now));
   }
-  std::fclose(null);
   state.counters["samples"] = static_cast<double>(samples.size());
 }
 BENCHMARK(SystemTick)->Unit(benchmark::kMicrosecond);

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "cli/monitor.h"
+#include "session/target.h"
 #include "core/config.h"
 
 namespace pm {
@@ -11,7 +11,7 @@ namespace pm {
 struct Invocation {
   enum class Kind { kMonitor, kList, kDone } kind = Kind::kMonitor;
   Config config;
-  Target target;
+  TargetSpec target;
   int exit_code = 0;  // kDone: --help or --version was printed, or a usage error
 };
 

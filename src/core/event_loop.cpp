@@ -56,7 +56,7 @@ void EventLoop::remove(int fd) {
   handlers_.erase(it);
 }
 
-Status EventLoop::watch_signals(std::initializer_list<int> signals, SignalCallback cb) {
+Status EventLoop::watch_signals(const std::vector<int>& signals, SignalCallback cb) {
   sigset_t set;
   sigemptyset(&set);
   for (int s : signals) sigaddset(&set, s);

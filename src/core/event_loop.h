@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
+#include <vector>
 #include <map>
 #include <memory>
 
@@ -31,7 +31,7 @@ class EventLoop {
   Status add_fd(int fd, Callback cb);
   void remove(int fd_or_timer_id);
   // Blocks the signals for the process and delivers them through a signalfd.
-  Status watch_signals(std::initializer_list<int> signals, SignalCallback cb);
+  Status watch_signals(const std::vector<int>& signals, SignalCallback cb);
 
   // Runs until stop() is called from a callback.
   Status run();

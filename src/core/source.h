@@ -2,6 +2,8 @@
 // it cannot run on this host; once created it only reports samples.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -9,8 +11,22 @@
 
 #include "core/error.h"
 #include "core/metric.h"
+#include "core/span.h"
 
 namespace pm {
+
+// A source that could not start, with the reason shown to the user once.
+struct Unavailable {
+  std::string source;
+  std::string reason;
+};
+
+// What sources add to the run's summary at its end.
+struct EndReport {
+  std::vector<Unavailable> unavailable;  // figures that turned out not to be read, and why
+  std::vector<Span> slowest_requests;    // probes: the slowest calls with their own request ID
+  uint64_t notifications_lost = 0;       // events the kernel dropped before perf-monitor read them
+};
 
 class Source {
  public:
@@ -21,12 +37,16 @@ class Source {
   virtual void collect(Samples& out) = 0;
   // Derived ratios this source's metrics support (cpu utilisation, ...).
   [[nodiscard]] virtual std::vector<RatioRule> ratios() const { return {}; }
-};
 
-// A source that could not start, with the reason shown to the user once.
-struct Unavailable {
-  std::string source;
-  std::string reason;
+  // Sources that also react to events: an fd the event loop watches (readable when something
+  // waits), and what to do then (a bounded amount of work: the loop has other things to do).
+  [[nodiscard]] virtual int wake_fd() const { return -1; }
+  virtual void on_wake() {}
+  // Sources that produce spans (finished calls) hand them to this as they come.
+  virtual void on_span(std::function<void(const Span&)> /*handler*/) {}
+  // Once, before the last reading: stop producing, hand on what is left.
+  virtual void finish() {}
+  virtual void report(EndReport& /*r*/) const {}
 };
 
 }  // namespace pm

@@ -62,7 +62,7 @@ void place(Json& root, const MetricDesc& d, const Labels& labels, Json value) {
 
 class JsonSink final : public Sink {
  public:
-  explicit JsonSink(std::FILE* out) : out_(out) {}
+  explicit JsonSink(Output& out) : out_(out) {}
 
   void unavailable(const std::vector<Unavailable>& /*list*/) override {}  // told in the summary
 
@@ -123,14 +123,13 @@ class JsonSink final : public Sink {
     // Command arguments are bytes, not always UTF-8: replace what JSON cannot carry.
     std::string line = j.dump(-1, ' ', false, Json::error_handler_t::replace);
     line += '\n';
-    std::fwrite(line.data(), 1, line.size(), out_);
-    std::fflush(out_);
+    out_.write(line);
   }
-  std::FILE* out_;
+  Output& out_;
 };
 
 }  // namespace
 
-std::unique_ptr<Sink> make_json_sink(std::FILE* out) { return std::make_unique<JsonSink>(out); }
+std::unique_ptr<Sink> make_json_sink(Output& out) { return std::make_unique<JsonSink>(out); }
 
 }  // namespace pm

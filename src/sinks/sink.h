@@ -9,6 +9,7 @@
 
 #include "core/aggregator.h"
 #include "core/config.h"
+#include "core/output.h"
 #include "core/source.h"
 #include "core/span.h"
 
@@ -38,8 +39,10 @@ class Sink {
   virtual void summary(const SummaryRecord& rec, const RunInfo& info, const std::vector<Unavailable>& list) = 0;
 };
 
-std::unique_ptr<Sink> make_text_sink(std::FILE* out);
-std::unique_ptr<Sink> make_json_sink(std::FILE* out);
+// The report's formats; every write goes through `out`, which records a failure (the session
+// checks it).
+std::unique_ptr<Sink> make_text_sink(Output& out);
+std::unique_ptr<Sink> make_json_sink(Output& out);
 // Passes everything to each sink in turn: the chosen output, and Prometheus beside it.
 std::unique_ptr<Sink> make_fanout_sink(std::vector<std::unique_ptr<Sink>> sinks);
 

@@ -293,11 +293,11 @@ std::vector<std::pair<std::string, std::string>> by_reason(const std::vector<Una
 
 class TextSink final : public Sink {
  public:
-  explicit TextSink(std::FILE* out) : out_(out) {}
+  explicit TextSink(Output& out) : out_(out) {}
 
   void unavailable(const std::vector<Unavailable>& list) override {
     for (const auto& [reason, sources] : by_reason(list)) {
-      fmt::print(stderr, "perf-monitor: {}: not available: {}\n", sources, reason);
+      say(fmt::format("{}: not available: {}", sources, reason));
     }
   }
 
@@ -393,14 +393,13 @@ class TextSink final : public Sink {
 
  private:
   void write(const std::string& s) {
-    std::fwrite(s.data(), 1, s.size(), out_);
-    std::fflush(out_);
+    out_.write(s);
   }
-  std::FILE* out_;
+  Output& out_;
 };
 
 }  // namespace
 
-std::unique_ptr<Sink> make_text_sink(std::FILE* out) { return std::make_unique<TextSink>(out); }
+std::unique_ptr<Sink> make_text_sink(Output& out) { return std::make_unique<TextSink>(out); }
 
 }  // namespace pm

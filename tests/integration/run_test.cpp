@@ -1,10 +1,13 @@
 // `perf-monitor run` and `attach` against the real kernel, with workloads of known behaviour.
 // These need root (the proc connector, other users' /proc/PID/io); they skip, saying so, without.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -185,8 +188,8 @@ TEST_F(RunTest, OrphansAreAdoptedEvenWithoutForkNotifications) {
 }
 
 TEST_F(RunTest, ShortCommandStillHasEverySummaryKey) {
-  // Gone before the first 100 ms sample: memory was never seen, and says so (null), while the
-  // counters are exact.
+  // Gone before the first 100 ms sample: memory was never sampled, and says so (null), while the
+  // counters are exact and the kernel's peak of its RSS is the run's maximum.
   Outcome o = run_json({workload(), "exit", "0"});
   for (const char* key : {"proc_vm_size_min",     "proc_vm_size_max",     "proc_rss_min",        "proc_rss_max",
                           "proc_pss_min",         "proc_pss_max",         "proc_shared_min",     "proc_shared_max",
@@ -196,7 +199,9 @@ TEST_F(RunTest, ShortCommandStillHasEverySummaryKey) {
                           "proc_io_rchar",        "proc_io_wchar"}) {
     EXPECT_TRUE(o.summary.contains(key)) << key;
   }
-  EXPECT_TRUE(o.summary["proc_rss_max"].is_null());
+  EXPECT_TRUE(o.summary["proc_rss_min"].is_null());
+  EXPECT_TRUE(o.summary["proc_pss_max"].is_null());
+  EXPECT_GT(num(o, "proc_rss_max"), 0);
   EXPECT_GT(num(o, "proc_minor_faults"), 0);
 }
 
@@ -207,13 +212,17 @@ TEST_F(RunTest, ArgumentsThatAreNotUtf8DoNotBreakJson) {
   EXPECT_EQ(o.summary["command"].size(), 4u);
 }
 
-TEST_F(RunTest, ClosedOutputPipeDoesNotLoseTheExitStatus) {
+TEST_F(RunTest, ClosedOutputPipeIsAnErrorOnceTheCommandEnds) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
   ::close(fds[0]);  // nobody reads: every write fails with EPIPE
+  std::string err = temp_base() + "-epipe.err";
+  auto start = std::chrono::steady_clock::now();
   pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(fds[1], 1);
+    int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(e, 2);
     ::execl(binary().c_str(), "perf-monitor", "run", "--interval", "100ms", "--", workload().c_str(), "sleep", "400",
             nullptr);
     ::_exit(126);
@@ -221,8 +230,16 @@ TEST_F(RunTest, ClosedOutputPipeDoesNotLoseTheExitStatus) {
   ::close(fds[1]);
   int status = 0;
   ::waitpid(pid, &status, 0);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // The report was lost: an error, said once; the command still ran to its end and was reaped.
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_GE(took, 0.4);
+  std::ifstream in(err);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("Broken pipe"), std::string::npos) << text.str();
+  ::unlink(err.c_str());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/aggregator.h"
+#include "core/output.h"
 #include "sinks/sink.h"
 
 namespace pm {
@@ -72,6 +73,7 @@ std::vector<std::string> lines_of(const std::string& s) {
 
 struct TmpFile {
   std::FILE* f = std::tmpfile();
+  Output out = Output::to_fd(fileno(f), "a tmpfile");
   TmpFile() = default;
   TmpFile(const TmpFile&) = delete;
   TmpFile& operator=(const TmpFile&) = delete;
@@ -88,7 +90,7 @@ TEST(JsonSink, IntervalAndSummary) {
 
   TmpFile tmp;
   ASSERT_NE(tmp.f, nullptr);
-  auto sink = make_json_sink(tmp.f);
+  auto sink = make_json_sink(tmp.out);
   std::vector<Unavailable> unavailable{{"pmc", "no PMU in this VM"}, {"numa", "no NUMA nodes"}};
   sink->unavailable(unavailable);
   sink->interval(rec);
@@ -151,7 +153,7 @@ TEST(JsonSink, EmptyUnavailableIsAnObjectAndFractionsSurvive) {
   agg.observe({{&kReqs, {}, 1.0, {}}}, t0 + seconds(1));
   TmpFile tmp;
   ASSERT_NE(tmp.f, nullptr);
-  auto sink = make_json_sink(tmp.f);
+  auto sink = make_json_sink(tmp.out);
   RunInfo info;
   info.mode = "system";
   info.end_reason = "interrupted";
@@ -184,7 +186,7 @@ TEST(TextSink, ProcessTreeSummaryAndUnavailable) {
 
   TmpFile tmp;
   ASSERT_NE(tmp.f, nullptr);
-  auto sink = make_text_sink(tmp.f);
+  auto sink = make_text_sink(tmp.out);
   sink->interval(rec);
   std::string interval_text = contents(tmp.f);
   // Over 2 s: user 1.0 s (50%), system 0.5 s (25%); the latest gauges.
@@ -221,7 +223,7 @@ TEST(TextSink, PartialProcessTreeDoesNotCrash) {
   agg.observe({{&kSeen, {}, 6, {}}, {&kProcs, {}, 3, {}}}, t0 + seconds(1));
   TmpFile tmp;
   ASSERT_NE(tmp.f, nullptr);
-  auto sink = make_text_sink(tmp.f);
+  auto sink = make_text_sink(tmp.out);
   RunInfo info;
   info.mode = "attach";
   info.pid = 7;

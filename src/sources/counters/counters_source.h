@@ -36,6 +36,9 @@ class CountersSource final : public Source {
   [[nodiscard]] std::vector<Unavailable> unsupported() const;
   // Events that opened but never got onto the PMU so far (checked at the end of a run).
   [[nodiscard]] std::vector<Unavailable> not_counted() const;
+  void report(EndReport& r) const override {
+    for (Unavailable& u : not_counted()) r.unavailable.push_back(std::move(u));
+  }
   // Whether an energy event counts (else powercap may stand in).
   [[nodiscard]] bool counts_energy() const;
   [[nodiscard]] size_t fds() const;

@@ -34,7 +34,12 @@ class ProbeSource : public Source {
   // a storm of calls cannot hold the event loop.
   [[nodiscard]] int ring_fd() const;
   void drain(size_t bound);
-  void on_span(std::function<void(const Span&)> handler);
+  void on_span(std::function<void(const Span&)> handler) override;
+  [[nodiscard]] int wake_fd() const override { return ring_fd(); }
+  void on_wake() override { drain(kSpansPerWake); }
+  void finish() override { stop(); }
+  void report(EndReport& r) const override { r.slowest_requests = slowest_requests(); }
+  static constexpr size_t kSpansPerWake = 4096;
   // Detaches the probes and hands on every span still in the kernel (the CPUs send spans in
   // batches): call before the last collect.
   void stop();

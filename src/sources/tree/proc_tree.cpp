@@ -53,6 +53,26 @@ std::string ProcTree::denied() const {
   return d;
 }
 
+Status ProcTree::listen() {
+  auto ev = ProcEvents::open();
+  if (!ev) return ev.error();
+  events_.emplace(std::move(*ev));
+  return {};
+}
+
+void ProcTree::on_wake() {
+  if (!events_) return;
+  events_->drain({[this](int ptgid, int cpid, int ctgid) { on_fork(ptgid, cpid, ctgid); },
+                  [this](int pid, int tgid) {
+                    if (pid == tgid) on_exit(pid);
+                  }});
+}
+
+std::optional<TreeSource::Notifications> ProcTree::notifications() const {
+  if (!events_) return std::nullopt;
+  return Notifications{events_->events(), events_->overruns()};
+}
+
 bool ProcTree::join(int pid, int ppid) {
   auto [it, inserted] = members_.try_emplace(pid);
   if (!inserted) return false;
@@ -196,6 +216,7 @@ void ProcTree::children_of(Member& m, std::vector<int>& out) {
 }
 
 void ProcTree::collect(Samples& out) {
+  on_wake();  // forks not yet read join before the walk
   // Discover: each member's children, and theirs, until nothing new turns up.
   scratch_.clear();
   for (const auto& [pid, m] : members_) scratch_.push_back(pid);

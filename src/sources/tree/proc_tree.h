@@ -14,12 +14,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "core/fd.h"
 #include "core/file_reader.h"
+#include "sources/files/proc_events.h"
 #include "sources/tree/pss_sampler.h"
 #include "sources/tree/tree_source.h"
 
@@ -45,6 +47,12 @@ class ProcTree final : public TreeSource {
   // In `run` the monitor is a child subreaper: every child of `pid` besides the root is an
   // orphaned descendant of the tree, found by the walk even without fork notifications.
   void adopt_children_of(int pid) { adopter_ = pid; }
+  // Learns of forks and exits the moment they happen (the kernel's proc connector); without it
+  // (no CAP_NET_ADMIN, no CONFIG_PROC_EVENTS) only by walks, and the reason is returned.
+  Status listen();
+  [[nodiscard]] int wake_fd() const override { return events_ ? events_->fd() : -1; }
+  void on_wake() override;
+  [[nodiscard]] std::optional<Notifications> notifications() const override;
 
   [[nodiscard]] size_t live() const { return members_.size(); }
 
@@ -81,6 +89,7 @@ class ProcTree final : public TreeSource {
 
   std::string proc_;
   FileReader reader_;
+  std::optional<ProcEvents> events_;
   std::unordered_map<int, Member> members_;
   std::unordered_map<int, uint64_t> ever_;  // every member's start time, by PID
   Inclusive exited_inc_;

@@ -64,6 +64,15 @@ class TreeSource : public Source {
   [[nodiscard]] virtual std::string denied() const { return {}; }
   // How the figures are obtained, for `list` and the summary ("kernel" or "/proc").
   [[nodiscard]] virtual std::string_view method() const = 0;
+  // Fork/exit notifications read and dropped (the /proc fallback's proc connector), if any.
+  struct Notifications {
+    uint64_t read = 0, lost = 0;
+  };
+  [[nodiscard]] virtual std::optional<Notifications> notifications() const { return std::nullopt; }
+  void report(EndReport& r) const override {
+    if (!denied().empty()) r.unavailable.push_back({"process_tree", denied()});
+    if (auto n = notifications()) r.notifications_lost += n->lost;
+  }
 };
 
 }  // namespace pm

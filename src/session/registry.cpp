@@ -1,0 +1,207 @@
+#include "session/registry.h"
+
+#include <algorithm>
+
+#include "sources/counters/counters_source.h"
+#include "sources/files/powercap.h"
+#include "sources/files/system_sources.h"
+#include "sources/kernel/block_source.h"
+#include "sources/kernel/sched_object.h"
+#include "sources/kernel/scheduler_source.h"
+#include "sources/probes/probe_source.h"
+#include "sources/probes/symbols.h"
+#include "sources/tree/kernel_tree.h"
+#include "sources/tree/proc_tree.h"
+
+namespace pm {
+
+SourceContext::~SourceContext() = default;
+
+Result<std::shared_ptr<SchedObject>> SourceContext::sched() {
+  if (!sched_tried_) {
+    sched_tried_ = true;
+    bool follow = target.mode() != Mode::kSystem;
+    auto loaded = SchedObject::load({config.scheduler_enabled, follow, config.scheduler_hist_unit_ns});
+    if (loaded) {
+      sched_ = std::move(*loaded);
+    } else {
+      sched_error_ = loaded.error().message;
+    }
+  }
+  if (!sched_) return make_error(Errc::kUnavailable, sched_error_);
+  return sched_;
+}
+
+int SourceContext::members_fd() { return sched_ && sched_->follows_tree() ? sched_->members_fd() : -1; }
+
+namespace {
+
+using Made = Result<std::unique_ptr<Source>>;
+
+template <typename S>
+Made up(Result<std::unique_ptr<S>> r) {
+  if (!r) return r.error();
+  return std::unique_ptr<Source>(std::move(*r));
+}
+
+bool always(const Config& /*c*/) { return true; }
+
+// The target's tree: exact from the kernel where the scheduler object follows it, else sampled
+// from /proc (and the reason said once).
+Made make_tree(SourceContext& ctx) {
+  Target& target = ctx.target;
+  if (target.mode() == Mode::kSystem) return std::unique_ptr<Source>();
+  std::string why;
+  auto sched = ctx.sched();
+  if (sched && (*sched)->follows_tree()) {
+    auto kt = KernelTree::create(*sched, target.roots(), target.mode() == Mode::kRun);
+    if (kt) {
+      // Attach: children forked while the sources opened join too.
+      for (int pass = 0; pass < 3; ++pass) {
+        std::vector<int> added = target.rediscover();
+        if (added.empty()) break;
+        (void)(*kt)->add(added);
+      }
+      target.follow(kt->get());
+      return std::unique_ptr<Source>(std::move(*kt));
+    }
+    why = kt.error().message;
+  } else {
+    why = sched ? "the scheduler programs could not load as tp_btf (task storage)" : sched.error().message;
+  }
+  ctx.notes.push_back({"process_tree", "exact kernel accounting unavailable (" + why +
+                                           "): figures sampled from /proc, short-lived processes may be missed"});
+  auto pt = std::make_unique<ProcTree>();
+  if (target.mode() == Mode::kRun) pt->adopt_children_of(::getpid());
+  for (int pid : target.roots()) pt->add_root(pid);
+  if (ctx.config.proc_events) {
+    if (auto st = pt->listen(); !st) {
+      ctx.notes.push_back({"proc_events", st.error().message + " (children are found by /proc walks only)"});
+    }
+  }
+  target.follow(pt.get());
+  return std::unique_ptr<Source>(std::move(pt));
+}
+
+Made make_counters(SourceContext& ctx) {
+  counters::Catalogue catalogue;
+  const Config& c = ctx.config;
+  std::vector<std::string> names = c.pmc_events.empty() ? counters::default_event_names(catalogue) : c.pmc_events;
+  std::vector<counters::EventSpec> specs;
+  for (const std::string& n : names) {
+    auto spec = catalogue.parse(n);  // names were checked at start-up
+    if (!spec) continue;
+    bool seen = std::any_of(specs.begin(), specs.end(), [&](const auto& s) { return s.name == spec->name; });
+    if (!seen) specs.push_back(std::move(*spec));  // cycles,cpu-cycles: one event, one key
+  }
+  counters::CountersTarget target;
+  if (ctx.target.mode() == Mode::kRun) target = {ctx.target.roots(), /*enable_on_exec=*/true};
+  if (ctx.target.mode() == Mode::kAttach) target = {ctx.target.threads(), false};
+  auto src = counters::make_counters_source(specs, target);
+  if (!src) return src.error();
+  for (Unavailable& u : (*src)->unsupported()) ctx.notes.push_back(std::move(u));
+  ctx.counts_energy = (*src)->counts_energy();
+  return std::unique_ptr<Source>(std::move(*src));
+}
+
+// Energy comes from the power PMU when there is one (with the other counters), else powercap.
+Made make_energy(SourceContext& ctx) {
+  if (ctx.counts_energy) return std::unique_ptr<Source>();
+  auto src = make_powercap_source(FsRoots{});
+  if (!src) return make_error(src.error().code, src.error().message + ", and no power PMU event counts");
+  return src;
+}
+
+Made make_scheduler(SourceContext& ctx) {
+  auto sched = ctx.sched();
+  if (!sched) return sched.error();
+  if (ctx.target.mode() != Mode::kSystem && !(*sched)->follows_tree()) {
+    ctx.notes.push_back({"scheduler.tree", "the tree's wakeups and run-queue latency: following a tree needs the "
+                                           "typed (tp_btf) programs"});
+  }
+  return std::unique_ptr<Source>(make_scheduler_source(*sched, ctx.config.scheduler_hist_unit_ns));
+}
+
+Made make_block(SourceContext& ctx) {
+  TreeTarget target;
+  bool follow = ctx.target.mode() != Mode::kSystem;
+  target.members_fd = ctx.members_fd();
+  target.track_tree = follow && target.members_fd >= 0;
+  target.hist_unit_ns = ctx.config.block_io_hist_unit_ns;
+  auto block = make_block_source(target);
+  if (block && follow && !target.track_tree) {
+    ctx.notes.push_back({"block_io.tree", "the tree's bios: following a tree needs the typed (tp_btf) programs"});
+  }
+  return up(std::move(block));
+}
+
+// Application probes: the --probe functions, and the target's request annotations (USDT
+// perf_monitor:request_begin/end) when its executable has them.
+Made make_probes(SourceContext& ctx) {
+  std::string exe = ctx.target.executable();
+  std::string usdt = !exe.empty() && probes::has_usdt_provider(exe, "perf_monitor") ? exe : "";
+  if (ctx.config.probes.empty() && usdt.empty()) return std::unique_ptr<Source>();
+  TreeTarget tree;
+  tree.track_tree = ctx.target.mode() != Mode::kSystem;
+  tree.members_fd = ctx.members_fd();
+  if (tree.track_tree && tree.members_fd < 0) {
+    return make_error(Errc::kUnavailable, "following the target tree needs the scheduler's eBPF programs (tp_btf)");
+  }
+  ProbeTarget target{tree, {}, usdt};
+  for (const ProbeSpec& p : ctx.config.probes) {
+    auto r = probes::resolve_probe(p);  // checked at start-up; a binary replaced since fails here
+    if (!r) return r.error();
+    target.probes.push_back(std::move(*r));
+  }
+  return up(make_probe_source(target));
+}
+
+Result<std::string> check_tree(SourceContext& /*ctx*/) {
+  auto sched = SchedObject::load({false, true, 1000});
+  if (sched && (*sched)->follows_tree()) return std::string("exact: kernel per-task accounting (eBPF)");
+  return "sampled from /proc: exact kernel accounting unavailable (" +
+         (sched ? std::string("no tp_btf") : sched.error().message) + ")";
+}
+
+Result<std::string> check_probes(SourceContext& /*ctx*/) {
+  auto probe = make_probe_source({});  // loads and attaches no function: whether it could
+  if (!probe) return probe.error();
+  return std::string("uprobes and USDT can be attached");
+}
+
+const SourceEntry kSources[] = {
+    {"process_tree",
+     "family process_tree (run/attach): CPU, on-CPU/run-queue/blocked time, faults, I/O, switches, memory of the "
+     "whole tree: exact from the kernel's per-task accounting (eBPF), else sampled from /proc",
+     Rhythm::kTree, always, make_tree, check_tree},
+    {"cpu", "families cpu, sched: CPU time by mode per CPU, switches, forks, load (/proc/stat, /proc/loadavg)",
+     Rhythm::kInterval, [](const Config& c) { return c.cpu; },
+     [](SourceContext& /*ctx*/) { return make_cpu_source(FsRoots{}); }},
+    {"memory", "family memory: used/cached/anon/swap, faults, swapping (/proc/meminfo, /proc/vmstat)",
+     Rhythm::kInterval, [](const Config& c) { return c.memory; },
+     [](SourceContext& /*ctx*/) { return make_memory_source(FsRoots{}); }},
+    {"pressure", "family pressure: stall information for cpu, io, memory (/proc/pressure)", Rhythm::kInterval,
+     [](const Config& c) { return c.pressure; }, [](SourceContext& /*ctx*/) { return make_pressure_source(FsRoots{}); }},
+    {"numa", "family numa: memory per NUMA node (/sys/devices/system/node)", Rhythm::kFilePoll,
+     [](const Config& c) { return c.numa; }, [](SourceContext& /*ctx*/) { return make_numa_source(FsRoots{}); }},
+    {"thermal", "family thermal: zones and trip points (/sys/class/thermal)", Rhythm::kFilePoll,
+     [](const Config& c) { return c.thermal; }, [](SourceContext& /*ctx*/) { return make_thermal_source(FsRoots{}); }},
+    {"pmc", "family pmc: hardware, software and energy counters (perf_event_open), system-wide or for the tree",
+     Rhythm::kCounters, [](const Config& c) { return c.pmc_enabled; }, make_counters},
+    {"energy", "family energy: RAPL zones from /sys/class/powercap, where no power PMU counts energy",
+     Rhythm::kInterval, always, make_energy},
+    {"scheduler", "family scheduler (eBPF): switches, wakeups, run-queue latency; for a tree its wakeups and run-queue "
+                  "latency",
+     Rhythm::kInterval, [](const Config& c) { return c.scheduler_enabled; }, make_scheduler},
+    {"block_io", "family block_io (eBPF): bio bytes, request latency and queue depth per device; a tree's bytes",
+     Rhythm::kInterval, [](const Config& c) { return c.block_io_enabled; }, make_block},
+    {"probe", "family probe (eBPF uprobes, USDT): --probe BINARY:FUNCTION[:argN]; requests marked with "
+              "perf-monitor/annotate.h",
+     Rhythm::kInterval, always, make_probes, check_probes},
+};
+
+}  // namespace
+
+std::span<const SourceEntry> source_registry() { return kSources; }
+
+}  // namespace pm

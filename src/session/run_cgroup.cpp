@@ -1,0 +1,167 @@
+#include "session/run_cgroup.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/file_reader.h"
+#include "core/text.h"
+
+namespace pm {
+namespace {
+
+// Where the unified (v2) hierarchy is mounted, from /proc/self/mountinfo; empty when nowhere.
+std::string unified_mount() {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    // ... MOUNT_POINT OPTIONS - FSTYPE SOURCE SUPER_OPTIONS
+    auto dash = line.find(" - ");
+    if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0) continue;
+    std::istringstream fields(line.substr(0, dash));
+    std::string id, parent, dev, root, mount;
+    if (fields >> id >> parent >> dev >> root >> mount) return mount;
+  }
+  return {};
+}
+
+// perf-monitor's own cgroup on the unified hierarchy ("0::/path" in /proc/self/cgroup).
+std::string own_cgroup() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  }
+  return {};
+}
+
+bool write_file(const std::string& path, std::string_view text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+bool populated(const std::string& dir) {
+  std::ifstream in(dir + "/cgroup.events");
+  std::string key, value;
+  while (in >> key >> value) {
+    if (key == "populated") return value != "0";
+  }
+  return false;
+}
+
+// Removes dir once its last process is gone (a killed process leaves the cgroup when it is
+// reaped, a moment later).
+void remove_when_empty(const std::string& dir) {
+  for (int i = 0; i < 500 && populated(dir); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ::rmdir(dir.c_str());
+}
+
+[[noreturn]] void watchdog(int pipe_fd, const std::string& dir) {
+  // Its own session: the terminal's Ctrl-C and hangup are for perf-monitor and the command.
+  ::setsid();
+  for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE}) ::signal(sig, SIG_IGN);
+  ::prctl(PR_SET_NAME, "pm-watchdog");
+  // Nothing of perf-monitor's stays open here (a reader waiting for its output to end would wait
+  // for the watchdog too).
+  int null = ::open("/dev/null", O_RDWR);
+  for (int fd = 0; fd <= 2; ++fd) ::dup2(null, fd);
+  ::dup2(pipe_fd, 3);
+  ::syscall(SYS_close_range, 4U, ~0U, 0U);
+  char byte = 0;
+  ssize_t n;
+  do {
+    n = ::read(3, &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n == 1) ::_exit(0);  // released: perf-monitor ended normally
+  // perf-monitor is gone without a word: end what it left running.
+  write_file(dir + "/cgroup.kill", "1");
+  remove_when_empty(dir);
+  ::_exit(0);
+}
+
+}  // namespace
+
+Result<RunCgroup> RunCgroup::create() {
+  std::string mount = unified_mount(), own = own_cgroup();
+  if (mount.empty() || own.empty()) {
+    return make_error(Errc::kUnavailable, "no cgroup v2 (unified) hierarchy is mounted");
+  }
+  std::string parent = mount + (own == "/" ? "" : own);
+  if (::access((parent + "/cgroup.kill").c_str(), F_OK) != 0 && own != "/") {
+    return make_error(Errc::kUnavailable, "this kernel's cgroups have no cgroup.kill (Linux 5.14+)");
+  }
+  std::string dir = parent + "/perf-monitor-run-" + std::to_string(::getpid());
+  if (::mkdir(dir.c_str(), 0755) != 0) return Error::from_errno(errno, "creating the command's cgroup " + dir);
+  if (::access((dir + "/cgroup.kill").c_str(), F_OK) != 0) {
+    ::rmdir(dir.c_str());
+    return make_error(Errc::kUnavailable, "this kernel's cgroups have no cgroup.kill (Linux 5.14+)");
+  }
+  return RunCgroup(dir, parent);
+}
+
+RunCgroup::~RunCgroup() = default;
+
+Status RunCgroup::add(int pid) const {
+  if (!write_file(dir_ + "/cgroup.procs", std::to_string(pid))) {
+    return Error::from_errno(errno, "moving the command into its cgroup " + dir_);
+  }
+  return {};
+}
+
+Status RunCgroup::kill() const {
+  if (!write_file(dir_ + "/cgroup.kill", "1")) return Error::from_errno(errno, "killing the command's cgroup");
+  return {};
+}
+
+void RunCgroup::dissolve() {
+  if (dir_.empty()) return;
+  // A process forking while it is moved may leave a child behind: a few rounds catch it.
+  for (int round = 0; round < 10 && populated(dir_); ++round) {
+    std::ifstream in(dir_ + "/cgroup.procs");
+    std::string pid;
+    while (in >> pid) write_file(parent_ + "/cgroup.procs", pid);
+  }
+  ::rmdir(dir_.c_str());
+  dir_.clear();
+}
+
+Status RunCgroup::watch() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::from_errno(errno, "pipe");
+  UniqueFd r(fds[0]), w(fds[1]);
+  // Forked twice, so it is init's child and not perf-monitor's (which reaps its own children).
+  pid_t first = ::fork();
+  if (first < 0) return Error::from_errno(errno, "fork");
+  if (first == 0) {
+    w.reset();
+    if (::fork() == 0) watchdog(r.get(), dir_);
+    ::_exit(0);
+  }
+  int status = 0;
+  while (::waitpid(first, &status, 0) < 0 && errno == EINTR) {
+  }
+  watchdog_ = std::move(w);
+  return {};
+}
+
+void RunCgroup::release() {
+  if (!watchdog_) return;
+  char byte = 1;
+  [[maybe_unused]] ssize_t n = ::write(watchdog_.get(), &byte, 1);
+  watchdog_.reset();
+}
+
+}  // namespace pm

@@ -1,0 +1,290 @@
+#include "session/session.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "core/aggregator.h"
+#include "core/event_loop.h"
+#include "core/output.h"
+#include "session/registry.h"
+#include "sinks/prometheus.h"
+#include "sinks/sink.h"
+#include "sources/tree/tree_source.h"
+
+namespace pm {
+namespace {
+
+// How long a command gets after --duration's SIGTERM before its tree is killed.
+constexpr Duration kKillAfter = std::chrono::seconds(5);
+
+class Session {
+ public:
+  Session(const Config& config, const TargetSpec& spec) : cfg_(config), spec_(spec) {}
+
+  int run() {
+    auto loop = EventLoop::create();
+    if (!loop) return fail(loop.error().message);
+    loop_ = std::move(*loop);
+    if (int rc = open_output(); rc != 0) return rc;
+    auto target = Target::create(spec_);
+    if (!target) {
+      say(target.error().message);
+      return target.error().code == Errc::kNotFound || target.error().code == Errc::kInvalidArgument ? kExitUsage
+                                                                                                      : kExitFailure;
+    }
+    target_ = std::move(*target);
+    if (auto w = watch_signals(); !w) return fail(w.error().message);
+    open_sources();
+    baseline();
+    if (int rc = start_timers(); rc != 0) return rc;
+    if (auto started = target_->start(*loop_, [this] { loop_->stop(); }); !started) {
+      say(started.error().message);
+      return target_->exit_code().value_or(kExitFailure);
+    }
+    if (!target_->note().empty()) unavailable_.push_back({"cleanup", target_->note()});
+    sink_->unavailable(unavailable_);  // once the target has started: errors stay one line
+    if (prom_ != nullptr) {
+      // After the command's fork (threads must not exist at fork), before the first tick.
+      prom_->session(status());
+      if (auto served = prom_->serve(); !served) return fail(served.error().message);
+      say(fmt::format("Prometheus metrics at http://{}/metrics", prom_->address().text()));
+    }
+    if (auto r = loop_->run(); !r) return fail(r.error().message);
+    return finish();
+  }
+
+ private:
+  int fail(const std::string& msg) {
+    say(msg);
+    return kExitFailure;
+  }
+
+  int open_output() {
+    auto out = Output::open(cfg_.output_path);
+    if (!out) {
+      say(out.error().message);
+      return kExitUsage;
+    }
+    out_.emplace(std::move(*out));
+    if (out_->failed()) {  // standard output was closed before perf-monitor started
+      say(out_->error());
+      return kExitFailure;
+    }
+    std::vector<std::unique_ptr<Sink>> sinks;
+    sinks.push_back(cfg_.format == OutputFormat::kJson ? make_json_sink(*out_) : make_text_sink(*out_));
+    if (!cfg_.prometheus_listen.empty()) {
+      // Bound now, so a busy port is one line and exit 2 before anything starts; served once the
+      // sources are up.
+      auto addr = parse_listen_address(cfg_.prometheus_listen);
+      if (!addr) {
+        say("--prometheus " + addr.error().message);
+        return kExitUsage;
+      }
+      auto prom = PrometheusSink::bind(*addr);
+      if (!prom) {
+        say(prom.error().message);
+        return prom.error().code == Errc::kInvalidArgument ? kExitUsage : kExitFailure;
+      }
+      prom_ = prom->get();
+      sinks.push_back(std::move(*prom));
+    }
+    sink_ = make_fanout_sink(std::move(sinks));
+    return 0;
+  }
+
+  Status watch_signals() {
+    return loop_->watch_signals(session_signals(), [this](const signalfd_siginfo& si) { on_signal(si); });
+  }
+
+  // Every enabled source of the registry, in its order (the tree before the sources that
+  // follow it in the kernel). One that cannot start says why, once; the rest carry on.
+  void open_sources() {
+    SourceContext ctx(cfg_, *target_);
+    for (const SourceEntry& e : source_registry()) {
+      if (!e.enabled(cfg_)) continue;  // disabled: never opened
+      auto src = e.make(ctx);
+      if (!src) {
+        unavailable_.push_back({std::string(e.name), src.error().message});
+        continue;
+      }
+      if (!*src) continue;  // not needed here
+      Source* s = src->get();
+      for (const RatioRule& r : s->ratios()) agg_.add_ratio(r);
+      if (s->wake_fd() >= 0) {
+        // Event-driven work is bounded per wake-up by the source; the loop serves the rest.
+        if (auto st = loop_->add_fd(s->wake_fd(), [s] { s->on_wake(); }); !st) {
+          unavailable_.push_back({std::string(e.name), st.error().message});
+          continue;
+        }
+      }
+      s->on_span([this](const Span& sp) { sink_->span(sp); });
+      by_rhythm_[static_cast<size_t>(e.rhythm)].push_back(s);
+      running_.emplace_back(e.name);
+      sources_.push_back(std::move(*src));
+    }
+    for (Unavailable& u : ctx.notes) unavailable_.push_back(std::move(u));
+  }
+
+  std::vector<Source*>& group(Rhythm r) { return by_rhythm_[static_cast<size_t>(r)]; }
+
+  // Counters start here; then every source is read at its rhythm. Slowly changing gauges are
+  // read once now and not again for a while.
+  void baseline() {
+    Samples fast, slow;
+    for (Rhythm r : {Rhythm::kInterval, Rhythm::kTree, Rhythm::kCounters}) {
+      for (Source* s : group(r)) s->collect(fast);
+    }
+    for (Source* s : group(Rhythm::kFilePoll)) s->collect(slow);
+    auto now = MonoClock::now();
+    agg_.observe_baseline(fast, now);
+    agg_.observe(slow, now);
+  }
+
+  int start_timers() {
+    auto add = [&](Duration d, EventLoop::Callback cb) -> bool {
+      auto t = loop_->add_timer(d, std::move(cb));
+      if (!t) say(t.error().message);
+      return t.ok();
+    };
+    bool ok = add(cfg_.interval, [this] { tick(); });
+    if (!group(Rhythm::kFilePoll).empty()) ok = ok && add(cfg_.file_poll, [this] { read(Rhythm::kFilePoll); });
+    Duration tree = cfg_.tree_interval.value_or(spec_.mode == Mode::kRun ? Duration(std::chrono::milliseconds(100))
+                                                                          : cfg_.interval);
+    Duration counters = cfg_.pmc_interval.value_or(cfg_.interval);
+    tree_in_step_ = tree == cfg_.interval;
+    counters_in_step_ = counters == cfg_.interval;
+    if (!group(Rhythm::kTree).empty() && !tree_in_step_) ok = ok && add(tree, [this] { read(Rhythm::kTree); });
+    if (!group(Rhythm::kCounters).empty() && !counters_in_step_) {
+      ok = ok && add(counters, [this] { read(Rhythm::kCounters); });
+    }
+    if (cfg_.duration) {
+      ok = ok && add(*cfg_.duration, [this, fired = false]() mutable {
+        if (fired) return;
+        fired = true;
+        target_->on_duration(*loop_, kKillAfter);
+      });
+    }
+    return ok ? 0 : kExitFailure;
+  }
+
+  void read(Rhythm r) {
+    samples_.clear();
+    for (Source* s : group(r)) s->collect(samples_);
+    samples_seen_ += samples_.size();
+    agg_.observe(samples_, MonoClock::now());
+  }
+
+  void tick() {
+    read(Rhythm::kInterval);
+    // The tree and the counters are read on their own rhythm; when that is the interval, here
+    // in step.
+    if (tree_in_step_) read(Rhythm::kTree);
+    if (counters_in_step_) read(Rhythm::kCounters);
+    if (prom_ != nullptr) prom_->session(status());
+    sink_->interval(agg_.close_interval(MonoClock::now()));
+    check_output();
+  }
+
+  // A report that cannot be written ends monitoring: at once, or in `run` once the command has
+  // ended (perf-monitor still reaps it and passes its status on, but reports nothing more).
+  void check_output() {
+    if (!out_->failed() || output_lost_) return;
+    output_lost_ = true;
+    say(out_->error() + ": monitoring " + (target_->running() && spec_.mode == Mode::kRun
+                                               ? "stops reporting; waiting for the command to end"
+                                               : "ends"));
+    if (!(target_->running() && spec_.mode == Mode::kRun)) loop_->stop();
+  }
+
+  void on_signal(const signalfd_siginfo& si) {
+    int sig = static_cast<int>(si.ssi_signo);
+    switch (sig) {
+      case SIGCHLD:
+        target_->reap();
+        return;
+      case SIGINT:
+      case SIGTERM:
+      case SIGHUP:
+      case SIGQUIT: {
+        // Sent to perf-monitor alone (kill), not by the terminal to its whole foreground group.
+        bool from_user = si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE;
+        if (target_->on_terminate(sig, from_user)) loop_->stop();
+        return;
+      }
+      default:
+        target_->on_other_signal(sig);
+    }
+  }
+
+  SessionStatus status() const {
+    SessionStatus st;
+    st.mode = spec_.mode == Mode::kRun ? "run" : spec_.mode == Mode::kAttach ? "attach" : "system";
+    st.running = running_;
+    st.unavailable = unavailable_;
+    st.missed_ticks = loop_->missed_ticks();
+    st.samples = samples_seen_;
+    for (Source* s : by_rhythm_[static_cast<size_t>(Rhythm::kTree)]) {
+      if (auto* tree = dynamic_cast<TreeSource*>(s)) {
+        if (auto n = tree->notifications()) {
+          st.proc_events = n->read;
+          st.proc_event_overruns = n->lost;
+        }
+      }
+    }
+    return st;
+  }
+
+  int finish() {
+    // Sources stop producing and hand on what they hold; the tree settles (a task that exited
+    // is accounted a moment after it was reaped); then a last reading of everything.
+    for (auto& s : sources_) s->finish();
+    target_->finish();
+    samples_.clear();
+    for (auto& s : sources_) s->collect(samples_);
+    auto now = MonoClock::now();
+    agg_.observe(samples_, now);
+    EndReport report;
+    for (auto& s : sources_) s->report(report);
+    for (Unavailable& u : report.unavailable) unavailable_.push_back(std::move(u));
+    RunInfo info;
+    target_->describe(info);
+    info.missed_ticks = loop_->missed_ticks();
+    info.proc_event_overruns = report.notifications_lost;
+    info.slowest_requests = std::move(report.slowest_requests);
+    sink_->summary(agg_.summary(now), info, unavailable_);
+    if (out_->failed()) {
+      if (!output_lost_) say(out_->error() + ": the summary is lost");
+      return kExitFailure;
+    }
+    if (spec_.mode == Mode::kRun) return target_->exit_code().value_or(kExitFailure);
+    return 0;
+  }
+
+  const Config& cfg_;
+  const TargetSpec& spec_;
+  std::unique_ptr<EventLoop> loop_;
+  std::optional<Output> out_;
+  std::unique_ptr<Sink> sink_;
+  PrometheusSink* prom_ = nullptr;  // one of sink_'s, when --prometheus is given
+  std::unique_ptr<Target> target_;
+  std::vector<std::unique_ptr<Source>> sources_;
+  std::array<std::vector<Source*>, 4> by_rhythm_;
+  Aggregator agg_;
+  std::vector<Unavailable> unavailable_;
+  std::vector<std::string> running_;  // sources that started (perf_monitor_source_up)
+  uint64_t samples_seen_ = 0;         // samples read (perf_monitor_self_samples_total)
+  Samples samples_;
+  bool tree_in_step_ = false, counters_in_step_ = false;
+  bool output_lost_ = false;
+};
+
+}  // namespace
+
+int run_session(const Config& config, const TargetSpec& target) { return Session(config, target).run(); }
+
+}  // namespace pm
