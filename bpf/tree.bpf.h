@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The target tree as both eBPF objects see it: a map of its tgids that user space seeds with the
 // tree's processes, and a fork hook that adds each child of a member. Included by one .bpf.c at
 // a time (each object has its own map).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Shared by the eBPF objects that follow the target tree (see tree.bpf.h). */
 #ifndef PERF_MONITOR_BPF_TREE_H
 #define PERF_MONITOR_BPF_TREE_H

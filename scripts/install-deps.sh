@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages perf-monitor needs to build and test, when they are missing.
 # Runs as root (apt-get); does nothing when everything is there already.
 #   scripts/install-deps.sh          build and test

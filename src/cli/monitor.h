@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A monitoring session: the live system-wide monitor, `run` and `attach`. Wires the sources, the
 // aggregator and a sink to the event loop, and turns the target's end into an exit status.
 #pragma once

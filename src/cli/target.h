@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting the command of `run` without a race: the child is forked and held before exec until
 // the monitor has registered its PID, then released.
 #pragma once

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # `cpack -G DEB` builds a .deb that holds the binary, the systemd unit, the documentation and
 # the examples, depends on the HTTP library the exporter links, and whose binary runs.
 #   deb_test.sh BUILD_DIR      (exit 77: skipped, with the reason)

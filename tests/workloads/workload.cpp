@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Workloads with known behaviour, for the integration tests and benchmarks: the truth they
 // measure perf-monitor against.
 //

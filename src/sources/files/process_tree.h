@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The target's whole process tree, followed through /proc: which processes belong to it, and the
 // tree-wide totals of their CPU time, faults, I/O, context switches and memory.
 //
