@@ -13,7 +13,7 @@ check=0
 [ "${1:-}" = --check ] && check=1
 
 files() {
-  dirs="src bpf include tests bench examples scripts packaging .ci"
+  dirs="src bpf include tests bench examples scripts packaging cmake .ci"
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     # Tracked files and new ones not yet added (but not ignored build output).
     git ls-files --cached --others --exclude-standard -- $dirs CMakeLists.txt Makefile | sort -u
