@@ -22,6 +22,9 @@ packages=(
   binutils xz-utils                  # tests: build a MiniDebugInfo binary (objcopy, xz)
   libcpp-httplib-dev                 # the HTTP server of the Prometheus exporter (--prometheus)
   dpkg-dev                           # cpack -G DEB: dpkg-shlibdeps works out the package's dependencies
+  help2man                           # the manual pages, made from --help at build time
+  man-db bsdextrautils               # tests: man -l renders the pages (col)
+  bash-completion zsh                # tests: the completions load and complete in both shells
   prometheus                         # tests: promtool's linter and a real server scraping perf-monitor
 )
 
