@@ -21,10 +21,12 @@ packages=(
   liblzma-dev                        # probes: symbols in the xz-compressed .gnu_debugdata
   binutils xz-utils                  # tests: build a MiniDebugInfo binary (objcopy, xz)
   libcpp-httplib-dev                 # the HTTP server of the Prometheus exporter (--prometheus)
-  dpkg-dev                           # cpack -G DEB: dpkg-shlibdeps works out the package's dependencies
+  dpkg-dev file                      # cpack -G DEB: dpkg-shlibdeps works out the package's dependencies
   help2man                           # the manual pages, made from --help at build time
+  lintian                            # tests: Debian's checker on the .deb
   man-db bsdextrautils               # tests: man -l renders the pages (col)
   bash-completion zsh                # tests: the completions load and complete in both shells
+  init-system-helpers                # tests: the maintainer scripts' deb-systemd-helper
   prometheus                         # tests: promtool's linter and a real server scraping perf-monitor
 )
 
