@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The two commands of the quick start:
 #   make run    installs what is missing, builds, and starts the live system-wide monitor
 #   make test   installs what is missing, builds, and runs the whole test suite, then again

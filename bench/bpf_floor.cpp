@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loads empty eBPF programs and waits for SIGINT or SIGTERM: what any eBPF monitor on the same
 // hooks costs at the least.
 //   bpf_floor                      the scheduler and block hooks perf-monitor's kernel sources use

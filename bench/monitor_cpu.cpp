@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU used by the whole perf-monitor process while it monitors, from the kernel's rusage of the
 // real binary (so it counts everything: startup, the event loop, reads, formatting).
 //

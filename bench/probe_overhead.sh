@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Cost per probed call, side by side in one run: a function called N times (bench/probe_target)
 #   bare       nothing attached
 #   floor      an empty uprobe + uretprobe pair on it (bpf_floor --probe)

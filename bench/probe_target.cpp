@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The workload of bench/probe_overhead.sh: calls one tiny function N times and prints the
 // nanoseconds per call, so the cost a probe adds to each call is the difference to a bare run.
 //   probe_target N

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cost of the Prometheus export, on the metrics of this host (the sources of the live monitor:
 // /proc files, software counters on every CPU, and the eBPF scheduler and block I/O sources
 // where they load):

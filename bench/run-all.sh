@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every benchmark and prints its figures: bench/run-all.sh [BUILD_DIR] [SECONDS]
 set -euo pipefail
 build=${1:-build}

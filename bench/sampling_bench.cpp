@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cost of one sampling pass, measured on the real /proc:
 //  - ProcessTreeCollect/N: walking and reading a tree of N processes (each holding 8 MiB), the
 //    work done every 100 ms in `run`; reported per process.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Overhead of the eBPF kernel sources on the scheduler's hottest path, side by side in one run:
 # a pipe ping-pong pinned to one CPU (perf bench sched pipe: every op is 2 switches, 2 wakeups)
 #   bare       nothing attached

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the benchmarks need of a Prometheus scraper: a free loopback port and one GET /metrics.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Block I/O hooks, aggregated in the kernel: per-device bytes, request latency (issue ->
 // complete) and queue depth (requests in flight at issue), and the bytes the target tree
 // submits. tp_btf with raw_tp fallbacks, as in scheduler.bpf.c.
@@ -11,7 +12,7 @@
 #include "tree.bpf.h"
 #include "core_fixes.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 // Per-CPU counters and histograms per device, allocated at a device's first I/O.
 struct {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Kernel fields that were renamed or changed type between versions, read through CO-RE so one
 // object runs on old and new kernels: each helper tests which field the running kernel has
 // (bpf_core_field_exists / bpf_core_field_size, resolved by libbpf at load) and reads that one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Empty programs on the hooks perf-monitor's kernel sources use: the floor of what any eBPF
 // monitor attached there costs. Only bench/bpf_floor loads them.
 #include "vmlinux.h"
@@ -5,7 +6,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(floor_switch) { return 0; }

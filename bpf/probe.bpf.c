@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Application probes: a uprobe/uretprobe pair per probed function and the perf_monitor:request
 // USDT pair, with the kernel's side of every call (on-CPU, run-queue and blocked time from the
 // scheduler hooks; switches and page faults from the thread's own counters; bios it submitted).
@@ -19,7 +20,7 @@
 #include "probe.h"
 #include "tree.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u64 wake_bytes = PM_SPAN_RING_BYTES / 4;
 // perf-monitor's own process: never followed (a probe on libc's malloc would otherwise see the

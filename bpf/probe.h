@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Shared between probe.bpf.c and the user side: fixed-width types and limits only. */
 #ifndef PERF_MONITOR_BPF_PROBE_H
 #define PERF_MONITOR_BPF_PROBE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Scheduler hooks, aggregated in the kernel: counters and log2 histograms live in per-CPU maps
 // that user space reads on its tick; nothing goes through a ring buffer.
 //
@@ -21,7 +22,7 @@
 #include "tree.bpf.h"
 #include "core_fixes.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define PF_KTHREAD 0x00200000
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The target tree in the kernel: a mark in each member task's local storage. Task storage is
 // reached from the task itself (no hash lookup on the scheduler's hot path), dies with the task
 // (a reused PID is never a member by mistake) and is only usable from typed programs (tp_btf,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* The target tree as the eBPF objects follow it; shared with the user side: fixed-width types
  * and limits only. scheduler.bpf.c owns the membership (a mark in each task's local storage,
  * set at fork), captures each task's final figures when it dies, and reports the live ones

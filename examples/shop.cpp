@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small service for perf-monitor's application probes: each request does some CPU work,
 // sleeps, or writes and fsyncs a file, and is marked with PERF_MONITOR_REQUEST_BEGIN/END.
 //

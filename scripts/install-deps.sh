@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages perf-monitor needs to build and test, when they are missing.
 # Runs as root (apt-get); does nothing when everything is there already.
 #   scripts/install-deps.sh          build and test
@@ -20,7 +21,12 @@ packages=(
   liblzma-dev                        # probes: symbols in the xz-compressed .gnu_debugdata
   binutils xz-utils                  # tests: build a MiniDebugInfo binary (objcopy, xz)
   libcpp-httplib-dev                 # the HTTP server of the Prometheus exporter (--prometheus)
-  dpkg-dev                           # cpack -G DEB: dpkg-shlibdeps works out the package's dependencies
+  dpkg-dev file                      # cpack -G DEB: dpkg-shlibdeps works out the package's dependencies
+  help2man                           # the manual pages, made from --help at build time
+  lintian                            # tests: Debian's checker on the .deb
+  man-db bsdextrautils               # tests: man -l renders the pages (col)
+  bash-completion zsh                # tests: the completions load and complete in both shells
+  init-system-helpers                # tests: the maintainer scripts' deb-systemd-helper
   prometheus                         # tests: promtool's linter and a real server scraping perf-monitor
   fio bpftrace                       # tests: fio's own byte counts and bpftrace's run-queue waits as truths
 )

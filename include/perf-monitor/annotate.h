@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* perf-monitor request annotations: header-only, C and C++.
  *
  *   #include <perf-monitor/annotate.h>

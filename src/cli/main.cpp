@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // perf-monitor's entry point: parse the command line, then hand over to the session.
 #include <exception>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "cli/options.h"
 
 #include <fmt/format.h>
@@ -53,7 +54,7 @@ Invocation parse_command_line(int argc, char** argv) {
                "Without a subcommand: live system-wide monitor until Ctrl-C or --duration.",
                "perf-monitor"};
   app.footer(kExamples);
-  app.set_version_flag("-V,--version", "perf-monitor " PERF_MONITOR_VERSION);
+  app.set_version_flag("-V,--version", PERF_MONITOR_VERSION_LINE);
   app.require_subcommand(0, 1);
 
   std::string format, output, interval, duration, config_path, tree_interval, events, prometheus;

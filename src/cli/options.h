@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command line: subcommands, flags and the configuration file, merged into a Config.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns the running totals and current values that sources report into what sinks print: per
 // interval deltas, rates and gauge min/max; over the whole run counter totals and gauge extrema;
 // and derived ratios. This is the only place such arithmetic happens.

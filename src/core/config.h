@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The configuration: built-in defaults, then a TOML file, then command-line flags. Every key has a
 // default; an unknown key is an error that names the file, line and column.
 #pragma once

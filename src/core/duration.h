@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Durations as users write them: "100ms", "1s", "1.5s", "2m", "1h", or a bare number of seconds.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one error model of perf-monitor: functions that can fail return Result<T>, a value or an
 // Error with a named code. Library code does not throw; third-party exceptions (toml++, CLI11) are
 // caught at the boundary that calls them and turned into an Error.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The single-threaded event loop: epoll over timerfds (one per rhythm), a signalfd and whatever fds
 // sources register (a pidfd, a netlink socket, a ring buffer). Nothing here knows about /proc.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An owning file descriptor: move-only, closed on destruction, release() hands it over.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads small kernel files (procfs, sysfs) into a reused buffer: one open, one or few reads, no
 // allocation once the buffer has grown. A file that vanished reads as Errc::kNotFound.
 #pragma once

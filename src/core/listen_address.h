@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where an HTTP endpoint listens (the Prometheus exporter): a numeric address and a port. The
 // default address is loopback: serving on another interface must be written out.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one metric model. A source describes each metric once (MetricDesc, a static) and reports
 // Samples: running totals for counters, current values for gauges, bucket counts for histograms.
 // Everything derived (deltas, rates, min/max, ratios) is computed by the Aggregator; sinks format.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where perf-monitor writes: its report (standard output or --output FILE) and its one-line
 // messages (standard error). Every write of the report is checked: a full disk, a closed pipe
 // (`| head`), a closed descriptor is recorded once, and the session ends with an error instead

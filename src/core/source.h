@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every source implements. A source is created by a factory that returns an error saying why
 // it cannot run on this host; once created it only reports samples.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One finished call of a probed function (or one request between PERF_MONITOR_REQUEST_BEGIN and
 // END) with the kernel's side of it. Spans are events, not samples: sinks write each one, and
 // the run summary lists the slowest requests.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small non-throwing helpers for reading kernel text files: numbers and whitespace fields.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `perf-monitor list`: the registry's sources and the counter events, and whether each works here.
 #include <algorithm>
 

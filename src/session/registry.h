@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every source perf-monitor has, in one table: its name (as `list`, the summary's `unavailable`
 // and the configuration's [section] call it), what it reports, its rhythm, when it is on, and its
 // factory. A session opens the enabled ones in table order; `list` and the docs walk the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A cgroup v2 of its own for the command of `run`, so its whole tree can be ended at once
 // (cgroup.kill) — by perf-monitor on a second Ctrl-C, or by a watchdog process when perf-monitor
 // itself is killed (SIGKILL), so the tree never outlives it by accident.

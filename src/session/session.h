@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A monitoring session: the live system-wide monitor, `run` and `attach`. The wiring alone: the
 // target (session/target.h) says what is watched and when it ends, the registry
 // (session/registry.h) which sources there are; the session reads them at their rhythms into the

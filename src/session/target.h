@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a session watches, and its life: the whole system (live mode), a command perf-monitor
 // starts (`run`) or a tree that is already running (`attach`). The target starts and ends the
 // command, passes signals on, reaps, and knows how it ended; the session only asks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One sink that passes everything to several: the output the user chose (text or JSON) and,
 // beside it, the Prometheus exporter.
 #include "sinks/sink.h"

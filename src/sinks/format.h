@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Formatting shared by the sinks: units for people, timestamps, and finding a metric in a record.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JSON Lines: one object per interval ("type": "interval"), one per finished probed call or
 // request ("type": "span"), and a final "type": "summary" object.
 // Metrics are grouped by family; labels nest in their declared order. docs/json-schema.md has the

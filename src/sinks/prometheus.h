@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prometheus export. At each interval close the sink renders the text exposition format in the
 // event loop's thread (tens of microseconds) and publishes it; an HTTP server thread of its own
 // serves the latest text to scrapers. So a scrape never waits for sampling, and a slow, silent

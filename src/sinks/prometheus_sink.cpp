@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Prometheus sink: renders at each interval close (event loop thread), serves the latest
 // text from cpp-httplib's server thread. See prometheus.h for why it is split this way.
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Prometheus text exposition format (version 0.0.4) of an interval record. Generic over
 // MetricDesc: a new source's metrics appear here without a change.
 #include <cmath>

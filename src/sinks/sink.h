@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sinks format what the aggregator derived; they do not know which source a metric came from.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The text sink: a compact block per interval for people at a terminal, and a readable summary.
 // Families it knows get a hand-laid line; any other family is printed generically, so a new
 // source shows up without touching this file.

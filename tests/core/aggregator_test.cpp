@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Aggregator arithmetic: every expected number below is worked out by hand from the samples the
 // test feeds in, with explicit time points so rates do not depend on the clock.
 #include "core/aggregator.h"

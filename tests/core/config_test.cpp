@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config files: the legacy format is accepted unchanged, and every mistake is an error that says
 // where it is (file:line:column) and which key it concerns.
 #include "core/config.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The event loop with real timerfds, pipes and a signalfd. Every test has a stop timer so a broken
 // loop fails the test instead of hanging it.
 #include "core/event_loop.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --prometheus / [prometheus] listen: loopback unless another address is written out; every
 // mistake says what is wrong and shows the forms that work.
 #include "core/listen_address.h"

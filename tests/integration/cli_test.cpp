@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command line as a user meets it: help, version, list, and every kind of bad input gives one
 // clear line and the documented exit status.
 #include <signal.h>

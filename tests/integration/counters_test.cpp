@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The counters source (perf_event_open) against independent truth on the real kernel: pages
 // touched, the workload's own rusage, pipe round trips, /proc/stat, and Debian's `perf stat`.
 #include <sys/wait.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The process tree's totals against independent truth, for every way processes come and go:
 // shells that run children in sequence, xargs -P, make -j, parents that reap late or never,
 // threads that exit early, shared memory, short processes, a tree larger than the PID space
@@ -94,12 +95,13 @@ class ExactTest : public ::testing::Test {
     EXPECT_GE(vol, vol_truth - 2);
     EXPECT_LE(vol, vol_truth + tasks + 2);
     EXPECT_NEAR(m.num("proc_involuntary_switches"), m.both("nivcsw"), 3);
-    // measure writes its report after it measured: a page, a few hundred bytes.
+    // measure writes its report after it measured: a few hundred bytes, a page or two dirtied
+    // (the file's own, its inode's).
     for (auto [ours, key] : {std::pair{"proc_io_rchar", "io_rchar"}, std::pair{"proc_io_wchar", "io_wchar"},
                              std::pair{"proc_io_read_bytes", "io_read_bytes"},
                              std::pair{"proc_io_write_bytes", "io_write_bytes"}}) {
       double truth = m.both(key);
-      EXPECT_NEAR(m.num(ours), truth, 0.01 * truth + 8192) << ours;
+      EXPECT_NEAR(m.num(ours), truth, 0.01 * truth + 12288) << ours;
     }
   }
 };

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the real perf-monitor binary, as a user would, and collects what it printed.
 #pragma once
 

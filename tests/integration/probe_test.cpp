@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Application probes on the real kernel, with the example service (examples/shop.cpp) as the
 // workload of known behaviour: it makes exactly N requests of a known kind (CPU work for MS of
 // CPU time, a sleep of MS, or B bytes written and fsync'd), each with a known ID.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the Prometheus tests need besides perf-monitor: a minimal HTTP client, free ports, the
 // exposition format read back, and a real Prometheus server (Debian's /usr/bin/prometheus).
 #pragma once

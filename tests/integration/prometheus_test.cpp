@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prometheus export, end to end: the real binary serving /metrics, checked by Prometheus' own
 // tools — promtool's linter, and a real Prometheus server that scrapes it every second and is
 // asked through its HTTP API. Values are compared with perf-monitor's own JSON of the same run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `perf-monitor run` and `attach` against the real kernel, with workloads of known behaviour.
 // These need root (the proc connector, other users' /proc/PID/io); they skip, saying so, without.
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Prometheus exposition, fed by a real Aggregator with hand-made samples: names, running
 // totals, histograms and escaping are compared with text worked out by hand; where promtool
 // (Debian package prometheus) is installed, its linter must accept the whole exposition.

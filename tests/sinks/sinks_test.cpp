@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sinks, fed by a real Aggregator with hand-made samples; output goes to a tmpfile and is read
 // back (JSON parsed with nlohmann::json). Expected numbers are worked out from the samples.
 #include <gtest/gtest.h>

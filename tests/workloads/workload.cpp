@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Workloads with known behaviour, for the integration tests and benchmarks: the truth they
 // measure perf-monitor against.
 //
@@ -141,6 +142,10 @@ std::vector<std::pair<std::string, unsigned long long>> read_io(const std::strin
 
 // The measure mode: the kernel's reap accounting of a whole tree, as the truth to compare with.
 int measure(const char* out_path, char** cmd) {
+  // Created before the command runs: creating it after the measurement would dirty directory and
+  // inode blocks that the measurement cannot include.
+  int out = ::open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) return 1;
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   pid_t child = ::fork();
   if (child == 0) {
@@ -177,9 +182,8 @@ int measure(const char* out_path, char** cmd) {
     len += std::snprintf(text + len, sizeof text - static_cast<size_t>(len), "children_io_%s=%llu\nself_io_%s=%llu\n",
                          key.c_str(), v - mine, key.c_str(), mine);
   }
-  int fd = ::open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 || ::write(fd, text, static_cast<size_t>(len)) != len) return 1;
-  ::close(fd);
+  if (::write(out, text, static_cast<size_t>(len)) != len) return 1;
+  ::close(out);
   return WIFEXITED(root_status) ? WEXITSTATUS(root_status) : 128 + WTERMSIG(root_status);
 }
 

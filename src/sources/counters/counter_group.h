@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // perf_event_open counters, opened in groups so that ratios between them are consistent, and read
 // with one read() per group (PERF_FORMAT_GROUP). Values are scaled by enabled/running time when
 // the PMU multiplexes, as perf stat does.

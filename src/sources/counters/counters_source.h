@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The counters source: perf_event_open counters for the whole system (one group set per CPU,
 // totals and per CPU) or for the target's process tree (inherited by every child; in `run`
 // enabled at exec), plus package-wide events such as energy, which always count system-wide.

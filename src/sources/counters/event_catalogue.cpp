@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sources/counters/event_catalogue.h"
 
 #include <linux/perf_event.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The event catalogue: turns what a user writes (`cycles`, `cache_misses`, `L1-dcache-load-misses`,
 // `r01c2`, `cpu/event=0x2e,umask=0x41/`, `power/energy-pkg/`) into a perf_event_attr recipe, and
 // lists every event this host publishes. Pure apart from reading sysfs under a given root, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Energy from the kernel's powercap interface (/sys/class/powercap/*/energy_uj: Intel and AMD
 // RAPL, RAPL over MMIO), for hosts without a `power` perf PMU. One running total in joules per
 // zone; the kernel's counter wraps, the total does not.

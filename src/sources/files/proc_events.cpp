@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sources/files/proc_events.h"
 
 #include <linux/cn_proc.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process fork/exit notifications from the kernel's proc connector (netlink, CONFIG_PROC_EVENTS).
 // With it the process tree learns of a child the moment it is forked, so even a child that lives
 // a millisecond is counted. Needs CAP_NET_ADMIN; without it the tree falls back to /proc walks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pure parsers for per-process procfs files: string_view in, struct or error out. File reading is
 // elsewhere (procfs.h), so tests feed these captured files. Memory sizes are converted to bytes;
 // CPU times stay in clock ticks (USER_HZ) as the kernel writes them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pure parsers for system-wide procfs/sysfs files: string_view in, struct or error out.
 // Memory sizes are converted to bytes; CPU times stay in clock ticks (USER_HZ).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sources/files/system_sources.h"
 
 #include <unistd.h>

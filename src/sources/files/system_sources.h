@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // System-wide sources read from procfs and sysfs: CPU and scheduler activity (/proc/stat,
 // /proc/loadavg), memory and paging (/proc/meminfo, /proc/vmstat), pressure stall information
 // (/proc/pressure), NUMA nodes and thermal zones (sysfs). Each factory fails, saying why, when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The block I/O source: eBPF programs on block_bio_queue, block_rq_issue and
 // block_rq_complete that count, per device, bio bytes read and written, request latency
 // (issue -> complete) and queue depth at issue, and the bytes the target tree submits.

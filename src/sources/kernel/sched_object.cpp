@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sources/kernel/sched_object.h"
 
 #include <bpf/bpf.h>

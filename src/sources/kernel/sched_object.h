@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduler's BPF object (bpf/scheduler.bpf.c), loaded once per session and shared by the
 // sources that read it: the scheduler source (system-wide switches, wakeups, run-queue latency)
 // and the kernel process tree (the target tree's exact accounting). Its task-storage map is the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduler source: eBPF programs on sched_switch, sched_waking and sched_wakeup_new (tp_btf,
 // raw_tp where BTF programs cannot attach) that count switches, wakeups and run-queue latency in
 // per-CPU maps, system-wide and, for the target's tree, its wakeups and run-queue latency (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loading a bpftool skeleton the way every kernel source here does: tp_btf programs where the
 // kernel has BTF, else the raw_tp twins (programs are named btf_* and raw_*, and autoload is
 // switched off for the pair not used; other programs are attached by their source). Programs

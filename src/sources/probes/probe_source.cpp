@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sources/probes/probe_source.h"
 
 #include <time.h>

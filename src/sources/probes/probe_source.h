@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Application probes (family "probe"): per probed function its calls, latency histogram and the
 // kernel's side of its calls (on-CPU, run queue, blocked, switches, bio bytes, page faults);
 // every finished call also as a Span. Requests marked with include/perf-monitor/annotate.h are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a probe goes: `BINARY:FUNCTION[:argN]` parsed, BINARY found on disk, FUNCTION found in
 // its ELF symbol tables (.symtab, .dynsym and the compressed .gnu_debugdata) by the name a
 // person reads (demangled C++, optionally with a parameter list to pick an overload) or the

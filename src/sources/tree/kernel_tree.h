@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The target tree measured exactly, from the kernel's own per-task accounting (eBPF, see
 // bpf/scheduler.bpf.c): every task of the tree is marked when it is forked, its final figures
 // are captured at its last switch, and the live ones are read through a task iterator. The

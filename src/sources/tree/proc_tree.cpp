@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sources/tree/proc_tree.h"
 
 #include <fcntl.h>

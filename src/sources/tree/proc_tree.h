@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The target's process tree followed through /proc, where eBPF cannot follow it (no BTF, no
 // permission to load programs): which processes belong to it (walks of each member's children,
 // and fork notifications), and the tree-wide totals of their CPU time, faults, I/O, context

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sources/tree/pss_sampler.h"
 
 #include <time.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tree's proportional set size and shared memory, from every member's smaps_rollup.
 //
 // A member's PSS changes when any other process maps or unmaps the pages it shares, so members

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The target's process tree as the session sees it, whichever way it is measured: exactly, from
 // the kernel's own per-task accounting (kernel_tree.h: eBPF), or, where eBPF cannot follow a
 // tree, by walking /proc (proc_tree.h). Both report the same metrics (family process_tree), through

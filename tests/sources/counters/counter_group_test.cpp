@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Multiplexing arithmetic with synthetic enabled/running times, and the group mechanics on the
 // real kernel with software events (which every Linux host has).
 #include "sources/counters/counter_group.h"

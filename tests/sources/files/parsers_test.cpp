@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parser tests against files captured from a real kernel (tests/fixtures, see its README) plus
 // hand-written edge cases. Expected numbers are copied from the fixture files on purpose.
 #include <gtest/gtest.h>

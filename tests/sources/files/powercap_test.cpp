@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The powercap source reads a sysfs tree written by hand in the kernel's format
 // (tests/fixtures/sys/class/powercap, see the fixtures README). Expected numbers are copied from
 // the fixture files on purpose.

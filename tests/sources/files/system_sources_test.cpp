@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The system sources read captured procfs and sysfs trees (tests/fixtures, see its README).
 // Expected numbers are copied from the fixture files on purpose.
 #include "sources/files/system_sources.h"

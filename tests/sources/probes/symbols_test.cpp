@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The probe resolver against real ELF files: the example service built with this tree (C++
 // namespaces, classes, overloads), the system's libc, and a stripped copy of the service that
 // keeps its symbols only in an xz-compressed .gnu_debugdata section.
