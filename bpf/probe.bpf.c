@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Application probes: a uprobe/uretprobe pair per probed function and the perf_monitor:request
-// USDT pair, with the kernel's side of every call (on-CPU, run-queue and blocked time from the
-// scheduler hooks; switches and page faults from the thread's own counters; bios it submitted).
+// USDT pair, with the kernel's side of every call (on-CPU, run-queue and blocked time split at
+// each switch out from the thread's own scheduler counters; switches and page faults from its
+// own counters; bios it submitted).
 //
 // Per thread (task-local storage: a pointer away from the task, no hash lookup) a stack of open
 // calls, each holding a snapshot of the thread's figures at entry; the return takes the
@@ -80,7 +81,10 @@ static __always_inline struct pm_thread *current_thread(struct task_struct *task
   if (!followed(task)) return 0;
   t = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
   if (t) {
-    t->on_cpu_at = now;  // it is running: on-CPU time counts from here
+    // It is running: its time counts from here, on CPU.
+    t->out_at = t->in_at = now;
+    t->exec_at_out = task->se.sum_exec_runtime;
+    t->delay_at_out = task->sched_info.run_delay;
   } else {
     struct pm_probe_losses *l = losses_here();
     if (l) l->no_thread_slot++;
@@ -93,11 +97,36 @@ static __always_inline struct pm_func_stats *stats_of(__u32 func) {
   return bpf_map_lookup_elem(&funcs, &key);
 }
 
-// The thread's figures now (it is running: its on-CPU time includes the current stretch).
+// The time from the thread's last switch out to now, split into running, waiting for a CPU and
+// blocked. Its run_delay has the wait exactly (the kernel adds it at the switch in); the running
+// part is from the switch in when it was seen, else the thread's sum_exec_runtime (exact at a
+// switch out; while it runs, behind by at most a tick). The three always add up to the span.
+static __always_inline void split_since_out(struct task_struct *task, struct pm_thread *t, __u64 now, __u64 *run,
+                                            __u64 *wait, __u64 *blocked) {
+  __u64 gap = now > t->out_at ? now - t->out_at : 0;
+  __u64 delay = task->sched_info.run_delay;
+  __u64 w = delay > t->delay_at_out ? delay - t->delay_at_out : 0;
+  if (w > gap) w = gap;
+  __u64 r;
+  if (t->in_at >= t->out_at && t->in_at) {
+    r = now > t->in_at ? now - t->in_at : 0;
+  } else {
+    __u64 exec = task->se.sum_exec_runtime;
+    r = exec > t->exec_at_out ? exec - t->exec_at_out : 0;
+  }
+  if (r > gap - w) r = gap - w;
+  *run = r;
+  *wait = w;
+  *blocked = gap - w - r;
+}
+
+// The thread's figures now (it is running: the current stretch is in).
 static __always_inline void kside_now(struct task_struct *task, struct pm_thread *t, __u64 now, __u64 *out) {
-  out[PM_ON_CPU_NS] = t->acc[PM_ON_CPU_NS] + (t->on_cpu_at && now > t->on_cpu_at ? now - t->on_cpu_at : 0);
-  out[PM_RUNQ_NS] = t->acc[PM_RUNQ_NS];
-  out[PM_BLOCKED_NS] = t->acc[PM_BLOCKED_NS];
+  __u64 run, wait, blocked;
+  split_since_out(task, t, now, &run, &wait, &blocked);
+  out[PM_ON_CPU_NS] = t->acc[PM_ON_CPU_NS] + run;
+  out[PM_RUNQ_NS] = t->acc[PM_RUNQ_NS] + wait;
+  out[PM_BLOCKED_NS] = t->acc[PM_BLOCKED_NS] + blocked;
   out[PM_VOLUNTARY] = task->nvcsw;
   out[PM_INVOLUNTARY] = task->nivcsw;
   out[PM_BIO_READ] = t->acc[PM_BIO_READ];
@@ -275,40 +304,24 @@ int BPF_USDT(request_end, __u64 id) {
   return 0;
 }
 
-// The scheduler's side, for threads that entered a probed call.
-static __always_inline void switch_out(struct pm_thread *t, bool preempted) {
-  __u64 now = bpf_ktime_get_ns();
-  if (t->on_cpu_at && now > t->on_cpu_at) t->acc[PM_ON_CPU_NS] += now - t->on_cpu_at;
-  t->on_cpu_at = 0;
-  if (preempted) t->queued_at = now;
-  else t->blocked_at = now;
-}
-
-static __always_inline void switch_in(struct pm_thread *t) {
-  __u64 now = bpf_ktime_get_ns();
-  if (t->queued_at && now > t->queued_at) t->acc[PM_RUNQ_NS] += now - t->queued_at;
-  if (t->blocked_at && now > t->blocked_at) t->acc[PM_BLOCKED_NS] += now - t->blocked_at;  // no waking seen
-  t->queued_at = t->blocked_at = 0;
-  t->on_cpu_at = now;
-}
-
+// The scheduler's side, for threads that entered a probed call: the split at each switch out
+// (every one is traced), and the moment it gets the CPU back (when that switch in is traced).
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
   struct pm_thread *pt = bpf_task_storage_get(&threads, prev, 0, 0);
-  if (pt) switch_out(pt, prev->__state == 0);
+  if (pt) {
+    __u64 now = bpf_ktime_get_ns(), run, wait, blocked;
+    split_since_out(prev, pt, now, &run, &wait, &blocked);
+    pt->acc[PM_ON_CPU_NS] += run;
+    pt->acc[PM_RUNQ_NS] += wait;
+    pt->acc[PM_BLOCKED_NS] += blocked;
+    pt->out_at = now;
+    pt->exec_at_out = prev->se.sum_exec_runtime;
+    pt->delay_at_out = prev->sched_info.run_delay;
+    pt->in_at = 0;
+  }
   struct pm_thread *nt = bpf_task_storage_get(&threads, next, 0, 0);
-  if (nt) switch_in(nt);
-  return 0;
-}
-
-SEC("tp_btf/sched_waking")
-int BPF_PROG(btf_wakeup, struct task_struct *p) {
-  struct pm_thread *t = bpf_task_storage_get(&threads, p, 0, 0);
-  if (!t || !t->blocked_at) return 0;  // not followed, or woken before it left the CPU
-  __u64 now = bpf_ktime_get_ns();
-  if (now > t->blocked_at) t->acc[PM_BLOCKED_NS] += now - t->blocked_at;
-  t->blocked_at = 0;
-  t->queued_at = now;
+  if (nt) nt->in_at = bpf_ktime_get_ns();
   return 0;
 }
 

@@ -101,6 +101,8 @@ TEST_F(ProbeTest, SleepingCallsAreBlockedOffCpu) {
     EXPECT_GE(sp["latency_s"].get<double>(), 0.020) << sp.dump();
     EXPECT_GE(sp["blocked_s"].get<double>(), 0.020) << sp.dump();
     EXPECT_GE(sp["voluntary_switches"].get<double>(), 1) << sp.dump();
+    double parts = sp["on_cpu_s"].get<double>() + sp["runq_s"].get<double>() + sp["blocked_s"].get<double>();
+    EXPECT_NEAR(parts, sp["latency_s"].get<double>(), 2e-6) << sp.dump();
   }
 }
 
@@ -113,6 +115,8 @@ TEST_F(ProbeTest, CpuBoundCallsAreOnCpu) {
     // must hold is that it never blocked, and ran for the CPU time it was asked to use.
     double ran = sp["on_cpu_s"].get<double>() + sp["runq_s"].get<double>();
     EXPECT_GE(ran, 0.95 * sp["latency_s"].get<double>()) << sp.dump();
+    // The call's time is all accounted for: running, waiting for a CPU, or blocked.
+    EXPECT_NEAR(ran + sp["blocked_s"].get<double>(), sp["latency_s"].get<double>(), 2e-6) << sp.dump();
     EXPECT_LE(sp["blocked_s"].get<double>(), 0.05 * sp["latency_s"].get<double>()) << sp.dump();
     EXPECT_GE(sp["on_cpu_s"].get<double>(), 0.030) << sp.dump();
   }
