@@ -100,6 +100,7 @@ class Monitor {
     if (child) {
       if (int rc = release_command(*child); rc >= 0) return rc;
     }
+    sink_->header(run_header());
     sink_->unavailable(unavailable_);  // once the target has started: errors stay one line
     if (prom_) {
       // After the command's fork (see PrometheusSink::serve), before the first tick.
@@ -149,6 +150,18 @@ class Monitor {
     }
     sink_ = make_fanout_sink(std::move(sinks));
     return 0;
+  }
+
+  RunHeader run_header() const {
+    RunHeader h;
+    h.mode = target_.mode == Mode::kRun ? "run" : target_.mode == Mode::kAttach ? "attach" : "system";
+    h.command = target_.command;
+    h.pid = root_;
+    h.host = read_host_info();
+    h.interval_s = std::chrono::duration<double>(cfg_.interval).count();
+    h.start = WallClock::now();
+    h.unavailable = unavailable_;
+    return h;
   }
 
   // What the Prometheus sink exports about the session itself.
