@@ -22,6 +22,8 @@ packages=(
   libcpp-httplib-dev                 # the HTTP server of the Prometheus exporter (--prometheus)
   dpkg-dev                           # cpack -G DEB: dpkg-shlibdeps works out the package's dependencies
   prometheus                         # tests: promtool's linter and a real server scraping perf-monitor
+  libjs-chart.js                     # report: Chart.js, compiled into the binary (self-contained pages)
+  chromium fonts-dejavu-core         # tests: report pages loaded in headless Chromium
 )
 
 if [ "${1:-}" = bench ]; then
