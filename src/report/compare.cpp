@@ -109,9 +109,15 @@ std::string unit_of(const std::string& figure) {
       {std::regex("(^|_)bytes($|_)"), "bytes"},       {std::regex("(^|_)(seconds|s)($|_(min|max)$)"), "seconds"},
       {std::regex("(^|_)percent($|_)"), "percent"},   {std::regex("(^|_)celsius($|_)"), "celsius"},
       {std::regex("(^|_)joules($|_)"), "joules"},     {std::regex("(^|_)watts($|_)"), "watts"}};
-  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+  // The metric's own name first (section.metric.labels..., or a flat key), then the rest: a
+  // label may be another metric's name (pmc.running_percent.task_clock_seconds is a percent).
+  std::vector<std::string> order;
+  if (parts.size() > 1) order.push_back(parts[1]);
+  order.push_back(parts[0]);
+  for (size_t k = parts.size(); k-- > 2;) order.push_back(parts[k]);
+  for (const std::string& part : order) {
     for (const auto& [re, unit] : kUnits) {
-      if (std::regex_search(*it, re)) return unit;
+      if (std::regex_search(part, re)) return unit;
     }
   }
   return "";
@@ -233,8 +239,23 @@ Comparison compare_runs(const std::vector<RunFigures>& base, const std::vector<R
   }
 
   c.tested = family.size();
-  std::vector<double> adjusted = options.correction == Correction::kHolm ? stats::holm(family_p)
-                                                                         : stats::benjamini_hochberg(family_p);
+  // With --fail-on, the gated figures are a family of their own (the CI decision is about them
+  // alone, like a trial's primary end points); the others are corrected among themselves.
+  std::vector<double> adjusted(family.size(), 1.0);
+  for (bool gated : {true, false}) {
+    std::vector<size_t> members;
+    std::vector<double> ps;
+    for (size_t k = 0; k < family.size(); ++k) {
+      FigureRow& row = c.rows[family[k]];
+      row.gated = matches(options.fail_on, row.figure);
+      if (row.gated != gated) continue;
+      members.push_back(k);
+      ps.push_back(family_p[k]);
+    }
+    if (gated) c.gated = members.size();
+    std::vector<double> adj = options.correction == Correction::kHolm ? stats::holm(ps) : stats::benjamini_hochberg(ps);
+    for (size_t i = 0; i < members.size(); ++i) adjusted[members[i]] = adj[i];
+  }
   for (size_t k = 0; k < family.size(); ++k) {
     FigureRow& row = c.rows[family[k]];
     row.p_adjusted = adjusted[k];
@@ -248,7 +269,7 @@ Comparison compare_runs(const std::vector<RunFigures>& base, const std::vector<R
     } else {
       row.verdict = beyond_noise && row.shift != 0 ? "below --min-effect" : "no significant change";
     }
-    if (row.worse && matches(options.fail_on, row.figure)) c.regressions.push_back(row.figure);
+    if (row.worse && row.gated) c.regressions.push_back(row.figure);
   }
 
   // Histograms of both sides, summed over their runs, to overlay.
@@ -288,9 +309,11 @@ std::string comparison_text(const Comparison& c) {
   const CompareOptions& o = c.options;
   std::string out = fmt::format(
       "perf-monitor report --compare: {} base run{}, {} new run{}; two-sided Mann-Whitney U per figure, "
-      "{} over {} figures, alpha {}, --min-effect {}%\n",
+      "{} over {} figures{}, alpha {}, --min-effect {}%\n",
       c.base_files.size(), c.base_files.size() == 1 ? "" : "s", c.new_files.size(), c.new_files.size() == 1 ? "" : "s",
-      o.correction == Correction::kHolm ? "Holm" : "Benjamini-Hochberg", c.tested, o.alpha, o.min_effect_percent);
+      o.correction == Correction::kHolm ? "Holm" : "Benjamini-Hochberg", c.tested,
+      o.fail_on.empty() ? "" : fmt::format(" ({} --fail-on figures corrected among themselves)", c.gated), o.alpha,
+      o.min_effect_percent);
   for (const std::string& w : c.warnings) out += "warning: " + w + "\n";
   size_t width = 6;
   for (const FigureRow& r : c.rows) width = std::max(width, r.figure.size());
@@ -318,7 +341,14 @@ std::string comparison_text(const Comparison& c) {
   for (const FigureRow& r : c.rows) sig += r.significant ? 1 : 0;
   out += fmt::format("\n{} of {} figures differ significantly", sig, c.tested);
   if (!c.decidable) out += " (too few runs to decide)";
-  out += ".\n";
+  out += sig > 0 ? ":\n" : ".\n";
+  for (const char* direction : {"higher", "lower"}) {
+    std::vector<std::string> names;
+    for (const FigureRow& r : c.rows) {
+      if (r.significant && r.verdict == direction) names.push_back(r.figure + (r.worse ? " (worse)" : " (better)"));
+    }
+    if (!names.empty()) out += fmt::format("  {}: {}\n", direction, fmt::join(names, ", "));
+  }
   if (!o.fail_on.empty()) {
     out += c.regressions.empty() ? "No regression among the --fail-on figures.\n"
                                  : fmt::format("Regression: {}\n", fmt::join(c.regressions, ", "));
@@ -337,6 +367,7 @@ std::string comparison_json(const Comparison& c) {
             {"min_effect_percent", o.min_effect_percent},
             {"decidable", c.decidable},
             {"tested", c.tested},
+            {"gated", c.gated},
             {"warnings", c.warnings}};
   Ordered rows = Ordered::array();
   for (const FigureRow& r : c.rows) {
@@ -362,7 +393,10 @@ std::string comparison_json(const Comparison& c) {
       row["p"] = r.p;
       row["exact"] = r.exact;
     }
-    if (r.tested) row["p_adjusted"] = r.p_adjusted;
+    if (r.tested) {
+      row["p_adjusted"] = r.p_adjusted;
+      row["family"] = r.gated ? "fail-on" : o.fail_on.empty() ? "all" : "others";
+    }
     row["verdict"] = r.verdict;
     row["significant"] = r.significant;
     row["higher_is_better"] = r.higher_is_better;

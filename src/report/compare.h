@@ -44,6 +44,7 @@ struct FigureRow {
   double base_median = 0, new_median = 0;
   std::optional<double> change_percent;  // (new median - base median) / |base median|
   bool tested = false;                   // in the family the correction counts
+  bool gated = false;                    // matches --fail-on: corrected with the other gated figures only
   double p = 1, p_adjusted = 1;
   bool exact = false;
   double shift = 0, shift_low = 0, shift_high = 0, confidence = 0;
@@ -63,7 +64,8 @@ struct Comparison {
   std::vector<FigureRow> rows;
   std::vector<std::string> warnings;
   bool decidable = false;  // at least kMinRunsToDecide runs per side
-  size_t tested = 0;       // figures in the correction's family
+  size_t tested = 0;       // figures tested (both families)
+  size_t gated = 0;        // of them, the --fail-on figures (a family of their own)
   std::vector<std::string> regressions;  // --fail-on figures that are significantly worse
   // Summary histograms found in both sides, summed over each side's runs.
   struct Overlay {

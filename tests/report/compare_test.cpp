@@ -173,6 +173,16 @@ TEST(Compare, HolmIsStricterThanBenjaminiHochbergOverManyFigures) {
   EXPECT_TRUE(row(b, "figure_0").significant);
   EXPECT_FALSE(row(h, "figure_0").significant);
   EXPECT_NEAR(row(h, "figure_0").p_adjusted, 12 * 2.0 / 252, 1e-12);
+  // --fail-on figures are a family of their own: the gate pays no correction for the others.
+  CompareOptions gate = holm;
+  gate.fail_on = {"figure_0"};
+  Comparison g = compare_runs(make("a", 1), make("b", 2), gate);
+  EXPECT_EQ(g.gated, 1u);
+  EXPECT_NEAR(row(g, "figure_0").p_adjusted, 2.0 / 252, 1e-12);
+  EXPECT_TRUE(row(g, "figure_0").significant);
+  EXPECT_FALSE(row(g, "figure_1").significant);  // eleven others: Holm multiplies by 11
+  EXPECT_NEAR(row(g, "figure_1").p_adjusted, 11 * 2.0 / 252, 1e-12);
+  EXPECT_EQ(g.regressions, std::vector<std::string>{"figure_0"});
   // --figures narrows the family: one figure, no correction to pay.
   holm.only = {"figure_0"};
   Comparison one = compare_runs(make("a", 1), make("b", 2), holm);
@@ -213,6 +223,8 @@ TEST(Compare, UnitsFromTheName) {
   EXPECT_EQ(unit_of("scheduler_runq_latency_seconds.count"), "");
   EXPECT_EQ(unit_of("cpu.utilisation_percent.all.user"), "percent");
   EXPECT_EQ(unit_of("proc_processes_seen_max"), "");
+  EXPECT_EQ(unit_of("pmc.running_percent.task_clock_seconds"), "percent");
+  EXPECT_EQ(unit_of("pmc.enabled_seconds.power_energy_psys_joules"), "seconds");
 }
 
 }  // namespace

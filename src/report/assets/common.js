@@ -80,9 +80,12 @@ PM.flatten = function (obj, path = [], out = []) {
 };
 
 // ---- Units: from the name's suffix (_bytes, _seconds or _s, _percent, ...) ----
+// The metric's own name first (section, metric, labels...: path[1], or a flat key), then the
+// rest: a label may be another metric's name (pmc › running_percent › task_clock_seconds).
 PM.unitOf = function (path) {
-  for (let k = path.length - 1; k >= 0; k--) {
-    const p = String(path[k]);
+  const order = (path.length > 1 ? [path[1], path[0]] : [path[0]]).concat(path.slice(2).reverse());
+  for (const part of order) {
+    const p = String(part);
     if (/(^|_)bytes($|_)/.test(p)) return 'bytes';
     if (/(^|_)(seconds|s)($|_(min|max)$)/.test(p)) return 'seconds';
     if (/(^|_)percent($|_)/.test(p)) return 'percent';

@@ -73,7 +73,8 @@ PM.heatmap = function (parent, title, rows, base, unit, x, clock) {
         if (v <= 0) continue;
         const t = log ? Math.log1p(v) / Math.log1p(colMax) : v / colMax;
         ctx.fillStyle = `rgb(${PM.heatColour(0.12 + 0.88 * t)})`;
-        ctx.fillRect(PM.kHeatLeft + c * cw, heat.top + (nb - 1 - k) * cell, Math.ceil(cw), cell);
+        const x0 = Math.round(PM.kHeatLeft + c * cw);  // whole pixels: no seams between columns
+        ctx.fillRect(x0, heat.top + (nb - 1 - k) * cell, Math.round(PM.kHeatLeft + (c + 1) * cw) - x0, cell);
       }
     }
     // Axes: bucket bounds on the left, elapsed time below.

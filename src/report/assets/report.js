@@ -125,7 +125,8 @@ PM.cpuGrid = function (card, cpus, idle, x, clock) {
         if (!k) continue;
         const busy = Math.min(100, Math.max(0, 100 - s / k));
         ctx.fillStyle = `rgb(${PM.heatColour(busy / 100)})`;
-        ctx.fillRect(PM.kHeatLeft + c * cw, 4 + r * cell, Math.ceil(cw), cell);
+        const x0 = Math.round(PM.kHeatLeft + c * cw);
+        ctx.fillRect(x0, 4 + r * cell, Math.round(PM.kHeatLeft + (c + 1) * cw) - x0, cell);
         painted++;
       }
     });
