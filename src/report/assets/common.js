@@ -212,8 +212,9 @@ PM.timeChart = function (box, title, x, series, unit, opts = {}) {
   const canvas = PM.el('canvas');
   box.append(canvas);
   const end = x.length ? x[x.length - 1] : 1;
+  const width = box.clientWidth || 400;
   let xs = x.mid || x, ys = series.map(s => s.y);
-  if (opts.stacked) ({ x: xs, ys } = PM.windowMeans(xs, ys, 1200));
+  if (opts.stacked) ({ x: xs, ys } = PM.windowMeans(xs, ys, Math.max(100, Math.round(width / 2))));
   let points = 0;
   const datasets = series.map((s, d) => {
     const data = new Array(xs.length);
@@ -223,7 +224,7 @@ PM.timeChart = function (box, title, x, series, unit, opts = {}) {
       if (Number.isFinite(v)) points++;
     }
     const c = s.colour || PM.colour(d);
-    return { label: s.label, data, borderColor: c, backgroundColor: opts.stacked ? c + 'cc' : c, borderWidth: 1.2, pointRadius: 0,
+    return { label: s.label, data, borderColor: c, backgroundColor: opts.stacked ? c + 'cc' : c, borderWidth: 1, pointRadius: 0,
       fill: opts.stacked ? (d === 0 ? 'origin' : '-1') : false, tension: 0 };
   });
   const chart = new Chart(canvas, {
@@ -237,7 +238,8 @@ PM.timeChart = function (box, title, x, series, unit, opts = {}) {
         y: { stacked: !!opts.stacked, beginAtZero: true, max: opts.yMax, ticks: { callback: v => PM.fmt(v, unit), maxTicksLimit: 6 } },
       },
       plugins: {
-        decimation: { enabled: !opts.stacked, algorithm: 'min-max' },
+        // About one point per two pixels: what a line can show, and far less to rasterise.
+        decimation: { enabled: !opts.stacked, algorithm: 'lttb', samples: Math.max(100, Math.round(width / 2)), threshold: Math.max(100, Math.round(width / 2)) },
         legend: { display: series.length > 1, position: 'bottom' },
         tooltip: { callbacks: { title: items => items.length ? PM.elapsed(items[0].parsed.x) + (opts.clock ? '  ' + opts.clock(items[0].parsed.x) : '') : '',
           label: it => `${it.dataset.label}: ${PM.fmt(it.parsed.y, unit, true)}` } },

@@ -3,7 +3,7 @@
 // top-level object, a chart per metric in it, a heatmap per histogram. Names are looked up only
 // where a chart needs them (CPU by mode, probe spans, slowest requests), and a missing name
 // just leaves that chart out.
-PM.kMaxLines = 24;  // a metric with more series is split by its first label
+PM.kMaxLines = 12;  // a metric with more series is split by its first label
 
 PM.renderReport = function (data, main) {
   const n = data.intervals.n, all = data.intervals.series;
