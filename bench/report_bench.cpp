@@ -75,7 +75,8 @@ void perturb(Json& j, std::mt19937_64& rng) {
       count += b.get<double>();
     }
     if (j.contains("count")) j["count"] = static_cast<uint64_t>(count);
-    if (j.contains("sum") && j["sum"].is_number()) j["sum"] = std::round(j["sum"].get<double>() * factor(rng) * 1e6) / 1e6;
+    if (j.contains("sum") && j["sum"].is_number())
+      j["sum"] = std::round(j["sum"].get<double>() * factor(rng) * 1e6) / 1e6;
     return;
   }
   for (auto& [key, v] : j.items()) {
@@ -155,8 +156,8 @@ int main(int argc, char** argv) {
     }
   }
   const double jsonl_mib = static_cast<double>(std::filesystem::file_size(hour)) / (1 << 20);
-  std::printf("recording: %d intervals (cycled from %zu real ones, every number perturbed), %.1f MiB of JSON Lines\n", n,
-              intervals.size(), jsonl_mib);
+  std::printf("recording: %d intervals (cycled from %zu real ones, every number perturbed), %.1f MiB of JSON Lines\n",
+              n, intervals.size(), jsonl_mib);
 
   std::vector<double> report_s;
   long rss = 0;
@@ -188,7 +189,8 @@ int main(int argc, char** argv) {
     }
     auto load = c->open("file://" + std::filesystem::absolute(html).string(), std::chrono::seconds(120));
     if (!load.ready || !load.errors.empty()) {
-      std::cerr << "the page did not draw: " << load.ready_state << (load.errors.empty() ? "" : " " + load.errors[0]) << "\n";
+      std::cerr << "the page did not draw: " << load.ready_state << (load.errors.empty() ? "" : " " + load.errors[0])
+                << "\n";
       return 1;
     }
     render_ms.push_back(c->eval("PM.renderMs").get<double>());
@@ -198,8 +200,10 @@ int main(int argc, char** argv) {
     all_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     if (r == 0) std::printf("charts: %zu (some inside closed sections, drawn when opened)\n", charts);
   }
-  std::printf("chromium: drawn %.0f ms after navigation began (median of 3; wall clock from navigate to drawn %.0f ms; goal < 3 s); "
-              "opening every closed section draws the rest in %.0f ms more\n",
-              median(render_ms), median(wall_ms), median(all_ms));
+  std::printf(
+      "chromium: drawn %.0f ms after navigation began (median of 3; wall clock from navigate to drawn %.0f ms; goal < "
+      "3 s); "
+      "opening every closed section draws the rest in %.0f ms more\n",
+      median(render_ms), median(wall_ms), median(all_ms));
   return 0;
 }

@@ -76,7 +76,11 @@ std::string human(double v, const std::string& unit) {
     if (a < 1) return fmt::format("{:.3g} ms", v * 1e3);
     return fmt::format("{:.4g} s", v);
   }
-  std::string suffix = unit == "percent" ? "%" : unit == "celsius" ? " C" : unit == "joules" ? " J" : unit == "watts" ? " W" : "";
+  std::string suffix = unit == "percent"   ? "%"
+                       : unit == "celsius" ? " C"
+                       : unit == "joules"  ? " J"
+                       : unit == "watts"   ? " W"
+                                           : "";
   if (a != 0 && (a >= 1e7 || a < 1e-3)) return fmt::format("{:.3g}{}", v, suffix);
   if (v == std::floor(v)) return fmt::format("{:.0f}{}", v, suffix);
   return fmt::format("{:.4g}{}", v, suffix);
@@ -85,7 +89,9 @@ std::string human(double v, const std::string& unit) {
 std::string p_text(double p) { return p < 1e-4 ? fmt::format("{:.1e}", p) : fmt::format("{:.4f}", p); }
 
 Ordered number_or_null(double v) { return std::isfinite(v) ? Ordered(v) : Ordered(nullptr); }
-Ordered optional_json(const std::optional<double>& v) { return v && std::isfinite(*v) ? Ordered(*v) : Ordered(nullptr); }
+Ordered optional_json(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? Ordered(*v) : Ordered(nullptr);
+}
 
 // The smallest two-sided p the exact test can give: 2 / C(m + n, m).
 double smallest_p(size_t m, size_t n) {
@@ -106,9 +112,9 @@ std::string unit_of(const std::string& figure) {
   }
   if (parts.size() > 1 && parts.back() == "count") return "";  // a histogram's number of values
   static const std::vector<std::pair<std::regex, std::string>> kUnits{
-      {std::regex("(^|_)bytes($|_)"), "bytes"},       {std::regex("(^|_)(seconds|s)($|_(min|max)$)"), "seconds"},
-      {std::regex("(^|_)percent($|_)"), "percent"},   {std::regex("(^|_)celsius($|_)"), "celsius"},
-      {std::regex("(^|_)joules($|_)"), "joules"},     {std::regex("(^|_)watts($|_)"), "watts"}};
+      {std::regex("(^|_)bytes($|_)"), "bytes"},     {std::regex("(^|_)(seconds|s)($|_(min|max)$)"), "seconds"},
+      {std::regex("(^|_)percent($|_)"), "percent"}, {std::regex("(^|_)celsius($|_)"), "celsius"},
+      {std::regex("(^|_)joules($|_)"), "joules"},   {std::regex("(^|_)watts($|_)"), "watts"}};
   // The metric's own name first (section.metric.labels..., or a flat key), then the rest: a
   // label may be another metric's name (pmc.running_percent.task_clock_seconds is a percent).
   std::vector<std::string> order;
@@ -146,14 +152,15 @@ Comparison compare_runs(const std::vector<RunFigures>& base, const std::vector<R
     c.warnings.push_back("one run per side: the changes are shown without a verdict (run each side at least " +
                          std::to_string(kMinRunsToDecide) + " times, better " + std::to_string(kRunsForPower) + ")");
   } else if (!c.decidable) {
-    c.warnings.push_back(fmt::format("too few runs to decide: {} vs {} (at least {} per side are needed; with 3 vs 3 "
-                                     "no difference can reach p < 0.1)",
-                                     nb, nn, kMinRunsToDecide));
+    c.warnings.push_back(
+        fmt::format("too few runs to decide: {} vs {} (at least {} per side are needed; with 3 vs 3 "
+                    "no difference can reach p < 0.1)",
+                    nb, nn, kMinRunsToDecide));
   } else if (nb < kRunsForPower || nn < kRunsForPower) {
-    c.warnings.push_back(fmt::format("{} vs {} runs: only large changes can be told from noise (the smallest "
-                                     "possible p is {:.2g}); {} or more runs per side are better",
-                                     nb, nn, smallest_p(nb, nn),
-                                     kRunsForPower));
+    c.warnings.push_back(
+        fmt::format("{} vs {} runs: only large changes can be told from noise (the smallest "
+                    "possible p is {:.2g}); {} or more runs per side are better",
+                    nb, nn, smallest_p(nb, nn), kRunsForPower));
   }
 
   // Every figure in the order it first appears.
@@ -196,7 +203,8 @@ Comparison compare_runs(const std::vector<RunFigures>& base, const std::vector<R
       c.rows.push_back(std::move(row));
       continue;
     }
-    if (row.base_median != 0) row.change_percent = (row.new_median - row.base_median) / std::fabs(row.base_median) * 100;
+    if (row.base_median != 0)
+      row.change_percent = (row.new_median - row.base_median) / std::fabs(row.base_median) * 100;
     bool all_same = std::all_of(row.base.begin(), row.base.end(), [&](double v) { return v == row.base[0]; }) &&
                     std::all_of(row.next.begin(), row.next.end(), [&](double v) { return v == row.base[0]; });
     if (all_same) {
@@ -299,7 +307,9 @@ Comparison compare_runs(const std::vector<RunFigures>& base, const std::vector<R
     bool in_base = false;
     add(base, o.base, in_base);
     add(next, o.next, in_new);
-    auto nonzero = [](const std::vector<double>& v) { return std::any_of(v.begin(), v.end(), [](double x) { return x > 0; }); };
+    auto nonzero = [](const std::vector<double>& v) {
+      return std::any_of(v.begin(), v.end(), [](double x) { return x > 0; });
+    };
     if (in_base && in_new && (nonzero(o.base) || nonzero(o.next))) c.overlays.push_back(std::move(o));
   }
   return c;
@@ -325,7 +335,8 @@ std::string comparison_text(const Comparison& c) {
     std::string shift;
     if (r.shift_percent) {
       shift = signed_percent(*r.shift_percent);
-      if (r.shift_low_percent) shift += fmt::format(" [{}, {}]", signed_percent(*r.shift_low_percent), signed_percent(*r.shift_high_percent));
+      if (r.shift_low_percent)
+        shift += fmt::format(" [{}, {}]", signed_percent(*r.shift_low_percent), signed_percent(*r.shift_high_percent));
     } else if (r.verdict != "same in every run" && !r.base.empty() && !r.next.empty()) {
       shift = (r.shift >= 0 ? "+" : "") + human(r.shift, r.unit);
       if (r.shift_bounded) shift += fmt::format(" [{}, {}]", human(r.shift_low, r.unit), human(r.shift_high, r.unit));
@@ -334,8 +345,9 @@ std::string comparison_text(const Comparison& c) {
     std::string verdict = r.verdict;
     if (r.significant) verdict += r.worse ? " (worse)" : " (better)";
     out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>9}  {:<28}  {:>8}  {:>8}  {}\n", r.figure, width,
-                       r.base.empty() ? "-" : human(r.base_median, r.unit), r.next.empty() ? "-" : human(r.new_median, r.unit),
-                       change, shift, has_p ? p_text(r.p) : "", r.tested ? p_text(r.p_adjusted) : "", verdict);
+                       r.base.empty() ? "-" : human(r.base_median, r.unit),
+                       r.next.empty() ? "-" : human(r.new_median, r.unit), change, shift, has_p ? p_text(r.p) : "",
+                       r.tested ? p_text(r.p_adjusted) : "", verdict);
   }
   size_t sig = 0;
   for (const FigureRow& r : c.rows) sig += r.significant ? 1 : 0;
@@ -406,8 +418,8 @@ std::string comparison_json(const Comparison& c) {
   j["figures"] = std::move(rows);
   Ordered overlays = Ordered::array();
   for (const Comparison::Overlay& ov : c.overlays) {
-    overlays.push_back(Ordered{{"path", ov.path}, {"unit", ov.unit}, {"bucket_base", ov.bucket_base},
-                               {"base", ov.base}, {"new", ov.next}});
+    overlays.push_back(Ordered{
+        {"path", ov.path}, {"unit", ov.unit}, {"bucket_base", ov.bucket_base}, {"base", ov.base}, {"new", ov.next}});
   }
   j["histograms"] = std::move(overlays);
   j["fail_on"] = o.fail_on;

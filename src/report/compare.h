@@ -63,9 +63,9 @@ struct Comparison {
   CompareOptions options;
   std::vector<FigureRow> rows;
   std::vector<std::string> warnings;
-  bool decidable = false;  // at least kMinRunsToDecide runs per side
-  size_t tested = 0;       // figures tested (both families)
-  size_t gated = 0;        // of them, the --fail-on figures (a family of their own)
+  bool decidable = false;                // at least kMinRunsToDecide runs per side
+  size_t tested = 0;                     // figures tested (both families)
+  size_t gated = 0;                      // of them, the --fail-on figures (a family of their own)
   std::vector<std::string> regressions;  // --fail-on figures that are significantly worse
   // Summary histograms found in both sides, summed over each side's runs.
   struct Overlay {

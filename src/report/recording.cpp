@@ -228,17 +228,18 @@ Result<Recording> parse_recording(std::string_view text, const std::string& name
                                       name, line_no, shorten(line)));
       }
       if (last && eol == std::string_view::npos) {
-        rec.warnings.push_back(fmt::format("the last line ({}) is cut short ({} bytes, no newline): the run was "
-                                           "still writing or was killed; it is left out",
-                                           line_no, line.size()));
+        rec.warnings.push_back(
+            fmt::format("the last line ({}) is cut short ({} bytes, no newline): the run was "
+                        "still writing or was killed; it is left out",
+                        line_no, line.size()));
         break;
       }
       return make_error(Errc::kInvalidArgument, fmt::format("{}:{}: not JSON ({})", name, line_no, e.what()));
     }
     if (!j.is_object()) {
-      return make_error(Errc::kInvalidArgument,
-                        fmt::format("{}:{}: a JSON {} where perf-monitor writes one object per line", name, line_no,
-                                    j.type_name()));
+      return make_error(
+          Errc::kInvalidArgument,
+          fmt::format("{}:{}: a JSON {} where perf-monitor writes one object per line", name, line_no, j.type_name()));
     }
     auto type_it = j.find("type");
     std::string type = type_it != j.end() && type_it->is_string() ? type_it->get<std::string>() : "";
@@ -300,25 +301,28 @@ Result<Recording> parse_recording(std::string_view text, const std::string& name
     rec.warnings.push_back(fmt::format("{} records of unknown type \"{}\" were skipped", n, shorten(t)));
   }
   if (headers > 1 || summaries > 1) {
-    rec.warnings.push_back(fmt::format("the file holds {} header and {} summary records (several runs appended to "
-                                       "one file?): the first of each is shown, every interval is",
-                                       headers, summaries));
+    rec.warnings.push_back(
+        fmt::format("the file holds {} header and {} summary records (several runs appended to "
+                    "one file?): the first of each is shown, every interval is",
+                    headers, summaries));
   }
   if (rec.summary.is_null()) {
     rec.warnings.push_back("no summary record: the run did not finish (killed, or still running)");
   }
   if (rec.intervals.rows() == 0) rec.warnings.push_back("no interval records: there is no timeline to draw");
   if (rec.spans_seen > rec.spans.size()) {
-    rec.warnings.push_back(fmt::format("{} spans: the page keeps {} of them (the {} slowest and an even sample "
-                                       "of the others); per-function totals count them all",
-                                       rec.spans_seen, rec.spans.size(), kSlowestSpans));
+    rec.warnings.push_back(
+        fmt::format("{} spans: the page keeps {} of them (the {} slowest and an even sample "
+                    "of the others); per-function totals count them all",
+                    rec.spans_seen, rec.spans.size(), kSlowestSpans));
   }
   return rec;
 }
 
 Result<Recording> read_recording(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return make_error(Errc::kInvalidArgument, path + " is a directory, not a JSON Lines file");
+  if (std::filesystem::is_directory(path, ec))
+    return make_error(Errc::kInvalidArgument, path + " is a directory, not a JSON Lines file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::from_errno(errno, "cannot read " + path);
   std::ostringstream text;

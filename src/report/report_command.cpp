@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "report/compare.h"
 #include "report/html_page.h"
@@ -78,9 +78,10 @@ void print_warnings(const Recording& rec, bool name_file) {
 
 int report_one(const ReportOptions& o) {
   if (o.files.size() != 1) {
-    return usage_error(o.files.empty() ? "report: name the JSON Lines file to report on (see 'perf-monitor report --help')"
-                                       : "report takes one file; to compare runs: report --compare BASE.jsonl... -- "
-                                         "NEW.jsonl...");
+    return usage_error(o.files.empty()
+                           ? "report: name the JSON Lines file to report on (see 'perf-monitor report --help')"
+                           : "report takes one file; to compare runs: report --compare BASE.jsonl... -- "
+                             "NEW.jsonl...");
   }
   if (o.format == "text") return usage_error("report: a single run's report is html or json; text is for --compare");
   for (const char* flag : {"--fail-on", "--figures", "--higher-is-better"}) {
@@ -101,9 +102,9 @@ int report_one(const ReportOptions& o) {
   }
   std::string out = o.output.empty() ? default_output(o.files[0]) : o.output;
   std::string title = "perf-monitor report";
-  const Json& cmd = !rec->header.is_null() && rec->header.contains("command") ? rec->header["command"]
+  const Json& cmd = !rec->header.is_null() && rec->header.contains("command")     ? rec->header["command"]
                     : !rec->summary.is_null() && rec->summary.contains("command") ? rec->summary["command"]
-                                                                                   : Json();
+                                                                                  : Json();
   if (cmd.is_array()) {
     std::string words;
     for (const Json& w : cmd) {
@@ -113,7 +114,8 @@ int report_one(const ReportOptions& o) {
   }
   std::string page = render_page(title, o.files[0], data);
   if (!write_output(out, page, &status)) return status;
-  if (out != "-") fmt::print(stderr, "perf-monitor: wrote {} ({:.1f} MiB)\n", out, static_cast<double>(page.size()) / (1 << 20));
+  if (out != "-")
+    fmt::print(stderr, "perf-monitor: wrote {} ({:.1f} MiB)\n", out, static_cast<double>(page.size()) / (1 << 20));
   return 0;
 }
 
@@ -131,7 +133,8 @@ int compare(const ReportOptions& o) {
                                    kMinRunsToDecide, o.base.size(), o.files.size()));
   }
   std::string format = o.format.empty() ? "text" : o.format;
-  if (format == "html" && o.output.empty()) return usage_error("report --compare --format html: name the page with -o FILE");
+  if (format == "html" && o.output.empty())
+    return usage_error("report --compare --format html: name the page with -o FILE");
   std::vector<RunFigures> sides[2];
   const std::vector<std::string>* lists[2] = {&o.base, &o.files};
   for (int s = 0; s < 2; ++s) {
@@ -154,7 +157,9 @@ int compare(const ReportOptions& o) {
   } else {
     std::string data = comparison_json(c);
     data.insert(1, "\"kind\":\"compare\",\"format\":1,");
-    std::string page = render_page("perf-monitor comparison", fmt::format("{} base and {} new runs", c.base_files.size(), c.new_files.size()), data);
+    std::string page =
+        render_page("perf-monitor comparison",
+                    fmt::format("{} base and {} new runs", c.base_files.size(), c.new_files.size()), data);
     if (!write_output(out, page, &status)) return status;
     fmt::print(stderr, "perf-monitor: wrote {}\n", out);
   }
@@ -164,8 +169,9 @@ int compare(const ReportOptions& o) {
 }  // namespace
 
 CLI::App* add_report_command(CLI::App& app, ReportOptions& opts) {
-  CLI::App* r = app.add_subcommand("report", "Write a self-contained HTML report of a JSON Lines recording, or "
-                                             "compare runs");
+  CLI::App* r = app.add_subcommand("report",
+                                   "Write a self-contained HTML report of a JSON Lines recording, or "
+                                   "compare runs");
   r->add_option("files", opts.files, "RUN.jsonl; with --compare, the new runs (after --)");
   r->add_option("--compare", opts.base, "Compare runs: --compare BASE.jsonl... -- NEW.jsonl...")->type_name("BASE...");
   r->add_option("-o,--output", opts.output,

@@ -18,19 +18,19 @@ std::vector<double> exact_u_distribution(int m, int n);
 inline constexpr int kExactMaxProduct = 2500;
 
 struct UTest {
-  double u = 0;          // pairs (x, y) with y > x, plus half the pairs with y == x
-  double p = 1;          // two-sided
-  bool exact = false;    // from the exact distribution (no ties), else the normal approximation
+  double u = 0;        // pairs (x, y) with y > x, plus half the pairs with y == x
+  double p = 1;        // two-sided
+  bool exact = false;  // from the exact distribution (no ties), else the normal approximation
   bool ties = false;
 };
 // Two-sided test of x against y. Needs at least one value on each side.
 UTest mann_whitney(std::span<const double> x, std::span<const double> y);
 
 struct Shift {
-  double estimate = 0;        // Hodges-Lehmann: the median of every y_j - x_i
-  double low = 0, high = 0;   // the confidence interval, when bounded
-  bool bounded = false;       // false when the samples are too small for this confidence
-  double confidence = 0;      // achieved (exact) or nominal (approximation)
+  double estimate = 0;       // Hodges-Lehmann: the median of every y_j - x_i
+  double low = 0, high = 0;  // the confidence interval, when bounded
+  bool bounded = false;      // false when the samples are too small for this confidence
+  double confidence = 0;     // achieved (exact) or nominal (approximation)
 };
 // The shift of y against x with a 1 - alpha confidence interval.
 Shift hodges_lehmann(std::span<const double> x, std::span<const double> y, double alpha);

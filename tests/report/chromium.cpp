@@ -101,6 +101,7 @@ std::unique_ptr<Chromium> Chromium::launch(int width, int height, std::string* e
                                 "--headless",
                                 "--no-sandbox",
                                 "--disable-gpu",
+                                "--disable-dev-shm-usage",  // containers give /dev/shm 64 MiB
                                 "--disable-background-networking",
                                 "--disable-component-update",
                                 "--disable-sync",
@@ -146,7 +147,8 @@ std::unique_ptr<Chromium> Chromium::launch(int width, int height, std::string* e
     Json target = c->call("Target.createTarget", {{"url", "about:blank"}}, false, std::chrono::seconds(60));
     Json attached = c->call("Target.attachToTarget", {{"targetId", target["targetId"]}, {"flatten", true}}, false);
     c->session_ = attached["sessionId"].get<std::string>();
-    for (const char* domain : {"Runtime.enable", "Log.enable", "Network.enable", "Page.enable"}) c->call(domain, Json::object());
+    for (const char* domain : {"Runtime.enable", "Log.enable", "Network.enable", "Page.enable"})
+      c->call(domain, Json::object());
     c->call("Emulation.setDeviceMetricsOverride",
             {{"width", width}, {"height", height}, {"deviceScaleFactor", 1}, {"mobile", false}});
   } catch (const std::exception& e) {
@@ -217,7 +219,8 @@ void Chromium::on_event(const Json& ev) {
     std::string type = p.value("type", "");
     if (type == "error" || type == "assert") {
       std::string text;
-      for (const Json& a : p["args"]) text += (text.empty() ? "" : " ") + (a.contains("value") ? a["value"].dump() : a.value("description", "?"));
+      for (const Json& a : p["args"])
+        text += (text.empty() ? "" : " ") + (a.contains("value") ? a["value"].dump() : a.value("description", "?"));
       errors_.push_back("console." + type + ": " + text);
     }
   } else if (method == "Runtime.exceptionThrown") {
@@ -289,8 +292,8 @@ Chromium::Load Chromium::open(const std::string& url, std::chrono::milliseconds 
 }
 
 Json Chromium::eval(const std::string& expression) {
-  Json r = call("Runtime.evaluate", {{"expression", expression}, {"returnByValue", true}, {"awaitPromise", true}},
-                true, std::chrono::seconds(120));
+  Json r = call("Runtime.evaluate", {{"expression", expression}, {"returnByValue", true}, {"awaitPromise", true}}, true,
+                std::chrono::seconds(120));
   if (r.contains("exceptionDetails")) {
     const Json& d = r["exceptionDetails"];
     std::string text = d.value("text", "exception");

@@ -28,11 +28,11 @@ class Chromium {
   Chromium& operator=(const Chromium&) = delete;
 
   struct Load {
-    bool ready = false;                     // the page set body[data-ready] = "yes"
-    std::string ready_state;                // what it set ("yes", "error", "" on timeout)
-    double wall_ms = 0;                     // from Page.navigate to ready, measured here
-    std::vector<std::string> errors;        // console errors, exceptions, error log entries
-    std::vector<std::string> requests;      // every URL the page asked for
+    bool ready = false;                 // the page set body[data-ready] = "yes"
+    std::string ready_state;            // what it set ("yes", "error", "" on timeout)
+    double wall_ms = 0;                 // from Page.navigate to ready, measured here
+    std::vector<std::string> errors;    // console errors, exceptions, error log entries
+    std::vector<std::string> requests;  // every URL the page asked for
   };
   // Navigates to url and waits (up to timeout) for the page to say it is drawn.
   Load open(const std::string& url, std::chrono::milliseconds timeout);

@@ -52,11 +52,13 @@ TEST(CompareRuns, TwiceTheCpuWorkIsASignificantRegression) {
   }
   // As a CI job would: gate on CPU time, as the kernel accounts it to the tree (in clock ticks)
   // and as the perf task clock counts it (where counters work).
-  Outcome o = compare(a, b, {"--format", "json", "--fail-on", "proc_cpu_user_seconds", "--fail-on", "pmc_task_clock_seconds"});
+  Outcome o =
+      compare(a, b, {"--format", "json", "--fail-on", "proc_cpu_user_seconds", "--fail-on", "pmc_task_clock_seconds"});
   ASSERT_EQ(o.exit_code, 3) << "exit 3 means a --fail-on figure regressed\n" << o.err << o.out.substr(0, 2000);
   Json cmp = Json::parse(o.out);
   EXPECT_TRUE(cmp["decidable"].get<bool>());
-  EXPECT_TRUE(std::find(cmp["regressions"].begin(), cmp["regressions"].end(), "proc_cpu_user_seconds") != cmp["regressions"].end())
+  EXPECT_TRUE(std::find(cmp["regressions"].begin(), cmp["regressions"].end(), "proc_cpu_user_seconds") !=
+              cmp["regressions"].end())
       << cmp["regressions"];
   const Json* cpu = figure(cmp, "proc_cpu_user_seconds");
   ASSERT_NE(cpu, nullptr);

@@ -23,9 +23,8 @@ std::vector<RunFigures> side(const std::string& name, size_t n, double cpu, doub
   std::vector<RunFigures> out;
   for (size_t i = 0; i < n; ++i) {
     double j = 1 + 0.01 * static_cast<double>((i * 7) % 5) - 0.02;
-    out.push_back(run(fmt::format("{}{}.jsonl", name, i), {{"proc_cpu_user_seconds", cpu * j},
-                                                          {"pmc.ipc", ipc * j},
-                                                          {"proc_processes_seen_max", 1}}));
+    out.push_back(run(fmt::format("{}{}.jsonl", name, i),
+                      {{"proc_cpu_user_seconds", cpu * j}, {"pmc.ipc", ipc * j}, {"proc_processes_seen_max", 1}}));
   }
   return out;
 }
@@ -48,9 +47,10 @@ TEST(Compare, FiguresOfASummaryAreEveryNumberByPath) {
   ASSERT_TRUE(f) << f.error().message;
   std::vector<std::string> names;
   for (const auto& [n, v] : f->figures) names.push_back(n);
-  EXPECT_EQ(names, (std::vector<std::string>{"exit_code", "duration_s", "proc_rss_max", "cpu.utilisation_percent.all.user",
-                                             "scheduler_runq_latency_seconds.count", "scheduler_runq_latency_seconds.sum",
-                                             "scheduler_runq_latency_seconds.p50", "scheduler_runq_latency_seconds.mean"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"exit_code", "duration_s", "proc_rss_max", "cpu.utilisation_percent.all.user",
+                                      "scheduler_runq_latency_seconds.count", "scheduler_runq_latency_seconds.sum",
+                                      "scheduler_runq_latency_seconds.p50", "scheduler_runq_latency_seconds.mean"}));
   EXPECT_EQ(f->figures.back().second, 0.0005);
   EXPECT_EQ(f->histograms.count("scheduler_runq_latency_seconds"), 1u);
 
@@ -140,7 +140,8 @@ TEST(Compare, MinEffectKeepsSmallRealChangesUnflagged) {
   // A 2 % change, consistent in every run: significant, but below --min-effect 5.
   auto make = [](const std::string& name, double level) {
     std::vector<RunFigures> out;
-    for (int i = 0; i < 8; ++i) out.push_back(run(name + std::to_string(i), {{"proc_cpu_user_seconds", level + 0.001 * i}}));
+    for (int i = 0; i < 8; ++i)
+      out.push_back(run(name + std::to_string(i), {{"proc_cpu_user_seconds", level + 0.001 * i}}));
     return out;
   };
   CompareOptions o;

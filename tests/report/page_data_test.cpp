@@ -66,8 +66,12 @@ std::string base64_to_bytes(const std::string& text) {
   uint32_t acc = 0;
   int bits = 0;
   for (char c : text) {
-    int v = c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 : c >= '0' && c <= '9' ? c - '0' + 52
-            : c == '+' ? 62 : c == '/' ? 63 : -1;
+    int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+            : c >= 'a' && c <= 'z' ? c - 'a' + 26
+            : c >= '0' && c <= '9' ? c - '0' + 52
+            : c == '+'             ? 62
+            : c == '/'             ? 63
+                                   : -1;
     if (v < 0) continue;
     acc = acc << 6 | static_cast<uint32_t>(v);
     bits += 6;
@@ -111,19 +115,26 @@ std::vector<Json> records_of(const std::string& text, const std::string& type) {
 }
 
 TEST(PageData, DecodesToExactlyTheRecordsOfTheFile) {
-  std::string text = R"({"type":"header","schema_version":1,"mode":"run","command":["a</script>b"]})" "\n";
+  std::string text = R"({"type":"header","schema_version":1,"mode":"run","command":["a</script>b"]})"
+                     "\n";
   for (int i = 0; i < 50; ++i) {
     std::string disk = i % 7 == 3 ? "" : fmt::format(R"(,"block_io":{{"requests":{{"vda":{}}}}})", i);
-    std::string lat = i % 5 == 0 ? "" : fmt::format(
-        R"(,"probe":{{"latency_seconds":{{"f":{{"count":{},"sum":{},"p50":{},"bucket_base":1e-09,"buckets":[0,0,{},0,{},0,0,0]}}}}}})",
-        i + (i % 3 ? 3 : 0), i * 0.25, i % 4 ? "0.5" : "null", i, i % 3 ? 3 : 0);
-    text += fmt::format(R"({{"type":"interval","timestamp":"2026-11-30T00:{:02}:00Z","interval_s":{},"memory":{{"total_bytes":25276502016,"used_bytes":{}}},"flag":{},"note":"{}"}})",
-                        i, i == 7 ? 0.999 : 1.0, 900000000 + i * 4096, i % 2 ? "true" : "false", i % 10 ? "ok" : "<!--x-->");
+    std::string lat =
+        i % 5 == 0
+            ? ""
+            : fmt::format(
+                  R"(,"probe":{{"latency_seconds":{{"f":{{"count":{},"sum":{},"p50":{},"bucket_base":1e-09,"buckets":[0,0,{},0,{},0,0,0]}}}}}})",
+                  i + (i % 3 ? 3 : 0), i * 0.25, i % 4 ? "0.5" : "null", i, i % 3 ? 3 : 0);
+    text += fmt::format(
+        R"({{"type":"interval","timestamp":"2026-11-30T00:{:02}:00Z","interval_s":{},"memory":{{"total_bytes":25276502016,"used_bytes":{}}},"flag":{},"note":"{}"}})",
+        i, i == 7 ? 0.999 : 1.0, 900000000 + i * 4096, i % 2 ? "true" : "false", i % 10 ? "ok" : "<!--x-->");
     text.pop_back();  // the closing brace: the optional parts go inside
     text += disk + lat + "}\n";
   }
-  text += R"({"type":"span","function":"f","request_id":4,"latency_s":0.003651874,"on_cpu_s":0.000828795})" "\n";
-  text += R"({"type":"summary","mode":"run","exit_code":0,"duration_s":50.1,"unavailable":{}})" "\n";
+  text += R"({"type":"span","function":"f","request_id":4,"latency_s":0.003651874,"on_cpu_s":0.000828795})"
+          "\n";
+  text += R"({"type":"summary","mode":"run","exit_code":0,"duration_s":50.1,"unavailable":{}})"
+          "\n";
   auto rec = parse_recording(text, "x.jsonl");
   ASSERT_TRUE(rec) << rec.error().message;
 

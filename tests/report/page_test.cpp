@@ -58,7 +58,8 @@ void walk(const Json& j, std::vector<std::string>& path, std::set<std::string>& 
     if (shaped_like_histogram(v)) {
       std::string p;
       for (const std::string& part : path) p += (p.empty() ? "" : " › ") + part;
-      bool values = std::any_of(v["buckets"].begin(), v["buckets"].end(), [](const Json& b) { return b.get<double>() > 0; });
+      bool values =
+          std::any_of(v["buckets"].begin(), v["buckets"].end(), [](const Json& b) { return b.get<double>() > 0; });
       hists.insert(p + (values ? "" : " (empty)"));
     } else if (v.is_object()) {
       walk(v, path, hists, metrics);
@@ -173,7 +174,8 @@ Checked check_page(Chromium& c, const std::string& jsonl, const std::string& htm
     }
   }
   for (const std::string& m : metrics) {
-    bool found = std::any_of(out.titles.begin(), out.titles.end(), [&](const std::string& t) { return t.rfind(m, 0) == 0; });
+    bool found =
+        std::any_of(out.titles.begin(), out.titles.end(), [&](const std::string& t) { return t.rfind(m, 0) == 0; });
     EXPECT_TRUE(found) << "no chart for " << m;
     std::string section = m.substr(0, m.find(" › "));
     EXPECT_TRUE(c.eval("!!document.getElementById('section-" + section + "')").get<bool>()) << section;
@@ -254,7 +256,8 @@ TEST(ReportPage, BimodalHeatmapShowsBothModes) {
   for (const char* scale : {"log", "linear"}) {
     for (const char* norm : {"global", "column"}) {
       Json cells = c->eval(std::string(R"JS((() => {
-        PM.heatOptions.scale = ')JS") + scale + "'; PM.heatOptions.norm = '" + norm + R"JS(';
+        PM.heatOptions.scale = ')JS") +
+                           scale + "'; PM.heatOptions.norm = '" + norm + R"JS(';
         const h = PM.heatmaps.find(h => h.title === 'scheduler › runq_latency_seconds');
         h.draw();
         const ctx = h.canvas.getContext('2d'), dpr = window.devicePixelRatio || 1;
@@ -265,7 +268,8 @@ TEST(ReportPage, BimodalHeatmapShowsBothModes) {
       const Json& bg = cells["background"];
       for (size_t i = 0; i < cells["low"].size(); ++i) {
         EXPECT_NE(cells["low"][i], bg) << scale << "/" << norm << ": the 1 us mode is not drawn at column " << i;
-        EXPECT_NE(cells["high"][i], bg) << scale << "/" << norm << ": the 10 ms mode (1 %) is not drawn at column " << i;
+        EXPECT_NE(cells["high"][i], bg) << scale << "/" << norm << ": the 10 ms mode (1 %) is not drawn at column "
+                                        << i;
         EXPECT_EQ(cells["between"][i], bg) << scale << "/" << norm << ": something drawn between the modes";
       }
     }
@@ -290,7 +294,8 @@ TEST(ReportPage, TruncatedAndOtherSchemaVersionGiveAPageWithAWarning) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("warning: the last line"), std::string::npos) << r.err;
   check_page(*c, cut, base + "-cut.html", "truncated.png");
-  EXPECT_NE(c->eval("document.getElementById('warnings').innerText").get<std::string>().find("cut short"), std::string::npos);
+  EXPECT_NE(c->eval("document.getElementById('warnings').innerText").get<std::string>().find("cut short"),
+            std::string::npos);
 
   // Schema 99: every section renamed (cpu -> cpu_v99, ...), the version bumped.
   std::string future = base + "-future.jsonl";
@@ -308,9 +313,11 @@ TEST(ReportPage, TruncatedAndOtherSchemaVersionGiveAPageWithAWarning) {
   EXPECT_NE(r.err.find("schema version 99 (newer)"), std::string::npos) << r.err;
   Checked page = check_page(*c, future, base + "-future.html", "future_schema.png");
   EXPECT_FALSE(page.titles.count("CPU by mode"));  // it looks for cpu.utilisation_percent: gone
-  EXPECT_TRUE(std::any_of(page.titles.begin(), page.titles.end(), [](const std::string& t) { return t.rfind("cpu_v99 › ", 0) == 0; }));
+  EXPECT_TRUE(std::any_of(page.titles.begin(), page.titles.end(),
+                          [](const std::string& t) { return t.rfind("cpu_v99 › ", 0) == 0; }));
   EXPECT_NE(c->eval("document.getElementById('warnings').innerText").get<std::string>().find("99"), std::string::npos);
-  for (const std::string& f : {jsonl, cut, future, base + "-cut.html", base + "-future.html"}) std::filesystem::remove(f);
+  for (const std::string& f : {jsonl, cut, future, base + "-cut.html", base + "-future.html"})
+    std::filesystem::remove(f);
 }
 
 // Not a recording: one line on stderr, exit 2, no page.
@@ -319,8 +326,12 @@ TEST(ReportCommand, BadInputIsOneLineAndExitTwo) {
   Outcome text_run = run_pm({"run", "-o", base + ".txt", "--", "true"});  // text, not JSON
   ASSERT_EQ(text_run.exit_code, 0) << text_run.err;
   std::ofstream(base + "-empty.jsonl").close();
-  std::ofstream(base + "-bin.jsonl", std::ios::binary) << std::string("\x7f" "ELF\x02\x01\x01\0\0\0", 10);
-  std::ofstream(base + "-mid.jsonl") << "{\"type\":\"header\",\"schema_version\":1}\n{\"type\":\"interval\",\n{\"type\":\"summary\"}\n";
+  std::ofstream(base + "-bin.jsonl", std::ios::binary) << std::string(
+      "\x7f"
+      "ELF\x02\x01\x01\0\0\0",
+      10);
+  std::ofstream(base + "-mid.jsonl")
+      << "{\"type\":\"header\",\"schema_version\":1}\n{\"type\":\"interval\",\n{\"type\":\"summary\"}\n";
   std::ofstream(base + "-other.jsonl") << "{\"level\":\"info\",\"msg\":\"started\"}\n";
   struct Case {
     std::vector<std::string> args;
@@ -382,8 +393,10 @@ TEST(ReportPage, ComparisonPage) {
   EXPECT_TRUE(load.ready) << load.ready_state;
   for (const std::string& e : load.errors) ADD_FAILURE() << e;
   for (const std::string& r : load.requests) EXPECT_EQ(r, url);
-  EXPECT_EQ(c->eval("document.querySelectorAll('#comparison-table tr').length").get<size_t>(), cmp["figures"].size() + 1);
-  EXPECT_NE(c->eval("document.getElementById('warnings').innerText").get<std::string>().find("too few runs"), std::string::npos);
+  EXPECT_EQ(c->eval("document.querySelectorAll('#comparison-table tr').length").get<size_t>(),
+            cmp["figures"].size() + 1);
+  EXPECT_NE(c->eval("document.getElementById('warnings').innerText").get<std::string>().find("too few runs"),
+            std::string::npos);
   Json charts = c->eval(kChartsJs);
   EXPECT_EQ(charts.size(), cmp["histograms"].size());
   for (const Json& ch : charts) EXPECT_TRUE(ch["drawn"].get<bool>()) << ch["title"];

@@ -13,15 +13,17 @@
 namespace pm::report {
 namespace {
 
-const std::string kHeader = fmt::format(R"({{"type":"header","schema_version":{},"mode":"system","cpus":2}})",
-                                        kJsonSchemaVersion) + "\n";
+const std::string kHeader =
+    fmt::format(R"({{"type":"header","schema_version":{},"mode":"system","cpus":2}})", kJsonSchemaVersion) + "\n";
 
 std::string interval(int i, bool with_disk) {
   std::string disk = with_disk ? R"(,"block_io":{"requests":{"vda":)" + std::to_string(i) + "}}" : "";
-  return fmt::format(R"({{"type":"interval","timestamp":"2026-11-30T00:00:0{}Z","interval_s":1.0,)"
-                     R"("cpu":{{"utilisation_percent":{{"all":{{"user":{}.5,"idle":50}}}}}},)"
-                     R"("scheduler":{{"runq_latency_seconds":{{"count":{},"sum":0.5,"p50":null,"bucket_base":1e-06,"buckets":[0,{},0,0]}}}}{}}})",
-                     i, i * 10, i, i, disk) + "\n";
+  return fmt::format(
+             R"({{"type":"interval","timestamp":"2026-11-30T00:00:0{}Z","interval_s":1.0,)"
+             R"("cpu":{{"utilisation_percent":{{"all":{{"user":{}.5,"idle":50}}}}}},)"
+             R"("scheduler":{{"runq_latency_seconds":{{"count":{},"sum":0.5,"p50":null,"bucket_base":1e-06,"buckets":[0,{},0,0]}}}}{}}})",
+             i, i * 10, i, i, disk) +
+         "\n";
 }
 
 const Series* find(const SeriesTable& t, const std::vector<std::string>& path) {
@@ -33,7 +35,8 @@ const Series* find(const SeriesTable& t, const std::vector<std::string>& path) {
 
 TEST(Recording, IntervalsBecomeSeriesByPathAndHistogramsByShape) {
   auto rec = parse_recording(kHeader + interval(1, false) + interval(2, true) + interval(3, false) +
-                                 R"({"type":"summary","mode":"system","duration_s":3})" "\n",
+                                 R"({"type":"summary","mode":"system","duration_s":3})"
+                                 "\n",
                              "t.jsonl");
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_TRUE(rec->warnings.empty()) << rec->warnings.front();
@@ -96,7 +99,8 @@ TEST(Recording, NotJsonLinesIsAnError) {
 }
 
 TEST(Recording, BrokenLineInTheMiddleIsAnErrorWithItsNumber) {
-  auto rec = parse_recording(kHeader + interval(1, false) + "{\"type\":\"interval\",\"cpu\":\n" + interval(2, false), "m.jsonl");
+  auto rec = parse_recording(kHeader + interval(1, false) + "{\"type\":\"interval\",\"cpu\":\n" + interval(2, false),
+                             "m.jsonl");
   ASSERT_FALSE(rec);
   EXPECT_NE(rec.error().message.find("m.jsonl:3: not JSON"), std::string::npos) << rec.error().message;
 }
@@ -120,9 +124,13 @@ TEST(Recording, TruncatedLastLineIsLeftOutWithAWarning) {
 
 TEST(Recording, OtherSchemaVersionsAreReadWithAWarning) {
   // A future layout: renamed metrics, a new record type; still objects with paths.
-  std::string future = R"({"type":"header","schema_version":99,"mode":"system"})" "\n"
-                       R"({"type":"interval","timestamp":"2030-01-01T00:00:01Z","interval_s":1,"cpu_new":{"busy_ratio":{"all":0.5}}})" "\n"
-                       R"({"type":"annotation","text":"deploy"})" "\n";
+  std::string future =
+      R"({"type":"header","schema_version":99,"mode":"system"})"
+      "\n"
+      R"({"type":"interval","timestamp":"2030-01-01T00:00:01Z","interval_s":1,"cpu_new":{"busy_ratio":{"all":0.5}}})"
+      "\n"
+      R"({"type":"annotation","text":"deploy"})"
+      "\n";
   auto rec = parse_recording(future, "future.jsonl");
   ASSERT_TRUE(rec) << rec.error().message;
   EXPECT_EQ(rec->intervals.rows(), 1u);
@@ -133,7 +141,9 @@ TEST(Recording, OtherSchemaVersionsAreReadWithAWarning) {
   EXPECT_NE(all.find("1 records of unknown type \"annotation\" were skipped"), std::string::npos) << all;
 
   // The first layout: no header, no "type" on the records.
-  auto old = parse_recording(R"({"timestamp":"2026-06-20T02:23:15Z","pmc":{"instructions":1842300}})" "\n", "old.jsonl");
+  auto old = parse_recording(R"({"timestamp":"2026-06-20T02:23:15Z","pmc":{"instructions":1842300}})"
+                             "\n",
+                             "old.jsonl");
   ASSERT_TRUE(old) << old.error().message;
   EXPECT_EQ(old->intervals.rows(), 1u);
   all.clear();
@@ -149,7 +159,8 @@ TEST(Recording, ManySpansKeepTheSlowestAndASampleAndCountThemAll) {
     // Latency rises and falls so that the slowest are spread over the file.
     double latency = 1e-6 * ((i * 7919) % n + 1);
     text += fmt::format(R"({{"type":"span","function":"{}","request_id":{},"latency_s":{},"on_cpu_s":{}}})",
-                        i % 2 ? "f" : "g", i, latency, latency / 2) + "\n";
+                        i % 2 ? "f" : "g", i, latency, latency / 2) +
+            "\n";
   }
   auto rec = parse_recording(text, "spans.jsonl");
   ASSERT_TRUE(rec) << rec.error().message;

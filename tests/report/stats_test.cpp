@@ -76,7 +76,8 @@ std::vector<double> enumerate(int m, int n) {
 }
 
 TEST(ExactDistribution, EqualsEnumerationOfEveryArrangement) {
-  for (auto [m, n] : std::vector<std::pair<int, int>>{{1, 1}, {1, 5}, {2, 3}, {3, 7}, {6, 4}, {5, 5}, {7, 6}, {2, 12}}) {
+  for (auto [m, n] :
+       std::vector<std::pair<int, int>>{{1, 1}, {1, 5}, {2, 3}, {3, 7}, {6, 4}, {5, 5}, {7, 6}, {2, 12}}) {
     std::vector<double> d = exact_u_distribution(m, n), e = enumerate(m, n);
     ASSERT_EQ(d.size(), e.size());
     for (size_t u = 0; u < d.size(); ++u) EXPECT_NEAR(d[u], e[u], 1e-12) << m << "x" << n << " U=" << u;
