@@ -22,11 +22,17 @@ bool is_identity(const std::string& key) { return key == "pid" || key == "signal
 void collect(const Json& j, const std::string& prefix, RunFigures& out) {
   for (const auto& [key, value] : j.items()) {
     if (prefix.empty() && is_identity(key)) continue;
-    std::string name = prefix.empty() ? key : prefix + "." + key;
+    std::string name = prefix;
+    if (!name.empty()) name += '.';
+    name += key;
     if (is_histogram(value)) {
       out.histograms[name] = value;
       for (const auto& [fk, fv] : value.items()) {
-        if (fk != "bucket_base" && fv.is_number()) out.figures.emplace_back(name + "." + fk, fv.get<double>());
+        if (fk == "bucket_base" || !fv.is_number()) continue;
+        std::string field = name;
+        field += '.';
+        field += fk;
+        out.figures.emplace_back(std::move(field), fv.get<double>());
       }
       auto count = value.find("count");
       auto sum = value.find("sum");

@@ -170,14 +170,15 @@ void SeriesTable::walk(const Json& j, std::vector<std::string>& path) {
       row.reserve(value["buckets"].size());
       for (const Json& b : value["buckets"]) row.push_back(b.get<double>());
       h.present.push_back(1);
-      for (const auto& [fk, fv] : value.items()) {
-        if (fk == "buckets") continue;
-        auto f = std::find_if(h.fields.begin(), h.fields.end(), [&](const Series& s) { return s.path[0] == fk; });
+      for (const auto& field : value.items()) {
+        const std::string& name = field.key();
+        if (name == "buckets") continue;
+        auto f = std::find_if(h.fields.begin(), h.fields.end(), [&](const Series& s) { return s.path[0] == name; });
         if (f == h.fields.end()) {
           f = h.fields.insert(h.fields.end(), Series{});
-          f->path = {fk};
+          f->path = {name};
         }
-        put(*f, rows_, fv);
+        put(*f, rows_, field.value());
       }
     } else if (value.is_object() && !value.empty()) {
       walk(value, path);

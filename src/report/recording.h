@@ -61,7 +61,7 @@ struct SpanTotals {
   std::map<std::string, double> sums;
 };
 
-struct Recording {
+struct Recording {  // NOLINT(bugprone-exception-escape): moving nlohmann's ordered_map may allocate
   std::string path;
   Json header;   // the "header" record; null when the file has none
   Json summary;  // the "summary" record; null when the run did not finish

@@ -133,6 +133,7 @@ std::unique_ptr<Chromium> Chromium::launch(int width, int height, std::string* e
     ::dup2(logfd, 1);
     ::dup2(logfd, 2);
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
