@@ -19,3 +19,7 @@ echo "== eBPF overhead on a pinned pipe ping-pong"
 echo
 echo "== cost per probed call (uprobe + uretprobe), side by side"
 "$(dirname "$0")/probe_overhead.sh" "$build" 200000 5
+
+echo
+echo "== perf-monitor report: an hour of live recording at 1 s (3,600 intervals)"
+"$build/bench/report_bench" "$build/perf-monitor" 10

@@ -98,32 +98,35 @@ static __always_inline struct pm_func_stats *stats_of(__u32 func) {
 }
 
 // The time from the thread's last switch out to now, split into running, waiting for a CPU and
-// blocked. Its run_delay has the wait exactly (the kernel adds it at the switch in); the running
-// part is from the switch in when it was seen, else the thread's sum_exec_runtime (exact at a
-// switch out; while it runs, behind by at most a tick). The three always add up to the span.
-static __always_inline void split_since_out(struct task_struct *task, struct pm_thread *t, __u64 now, __u64 *run,
-                                            __u64 *wait, __u64 *blocked) {
+// blocked; the three always add up to the span. At a switch out the running part is the
+// thread's sum_exec_runtime (the kernel's own count, the one its CPU-time clock reads) and the
+// wait its run_delay (added at the switch in); while it runs, the running stretch is from its
+// switch in, when that was traced (sum_exec_runtime lags there by up to a tick). The two
+// counters run on the scheduler's clock, the span on ktime: a difference of microseconds goes to
+// the wait, then to blocked time, never to the exact running time.
+static __always_inline void split_since_out(struct task_struct *task, struct pm_thread *t, __u64 now, bool at_out,
+                                            __u64 *run, __u64 *wait, __u64 *blocked) {
   __u64 gap = now > t->out_at ? now - t->out_at : 0;
-  __u64 delay = task->sched_info.run_delay;
-  __u64 w = delay > t->delay_at_out ? delay - t->delay_at_out : 0;
-  if (w > gap) w = gap;
   __u64 r;
-  if (t->in_at >= t->out_at && t->in_at) {
+  if (!at_out && t->in_at >= t->out_at && t->in_at) {
     r = now > t->in_at ? now - t->in_at : 0;
   } else {
     __u64 exec = task->se.sum_exec_runtime;
     r = exec > t->exec_at_out ? exec - t->exec_at_out : 0;
   }
-  if (r > gap - w) r = gap - w;
+  if (r > gap) r = gap;
+  __u64 delay = task->sched_info.run_delay;
+  __u64 w = delay > t->delay_at_out ? delay - t->delay_at_out : 0;
+  if (w > gap - r) w = gap - r;
   *run = r;
   *wait = w;
-  *blocked = gap - w - r;
+  *blocked = gap - r - w;
 }
 
 // The thread's figures now (it is running: the current stretch is in).
 static __always_inline void kside_now(struct task_struct *task, struct pm_thread *t, __u64 now, __u64 *out) {
   __u64 run, wait, blocked;
-  split_since_out(task, t, now, &run, &wait, &blocked);
+  split_since_out(task, t, now, false, &run, &wait, &blocked);
   out[PM_ON_CPU_NS] = t->acc[PM_ON_CPU_NS] + run;
   out[PM_RUNQ_NS] = t->acc[PM_RUNQ_NS] + wait;
   out[PM_BLOCKED_NS] = t->acc[PM_BLOCKED_NS] + blocked;
@@ -311,7 +314,7 @@ int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_str
   struct pm_thread *pt = bpf_task_storage_get(&threads, prev, 0, 0);
   if (pt) {
     __u64 now = bpf_ktime_get_ns(), run, wait, blocked;
-    split_since_out(prev, pt, now, &run, &wait, &blocked);
+    split_since_out(prev, pt, now, true, &run, &wait, &blocked);
     pt->acc[PM_ON_CPU_NS] += run;
     pt->acc[PM_RUNQ_NS] += wait;
     pt->acc[PM_BLOCKED_NS] += blocked;

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
         return inv.exit_code;
       case pm::Invocation::Kind::kList:
         return pm::list_sources(inv.config);
+      case pm::Invocation::Kind::kReport:
+        return pm::report::run_report(inv.report);
       case pm::Invocation::Kind::kMonitor:
         break;
     }

@@ -22,6 +22,9 @@ Examples:
                                             JSON Lines, one object per interval and a summary
   perf-monitor attach --pid 1234            follow a running process tree until it exits
   perf-monitor list                         which sources work on this host, and why not
+  perf-monitor report out.jsonl             a self-contained HTML report of a JSON recording
+  perf-monitor report --compare a*.jsonl -- b*.jsonl
+                                            did b get faster or slower than a, beyond the noise?
   perf-monitor --config perf-monitor.toml   settings from a file; flags override it
   perf-monitor run --probe ./shop:process_request:arg1 -- ./shop
                                             each call of process_request: latency, and what
@@ -101,6 +104,8 @@ Invocation parse_command_line(int argc, char** argv) {
   CLI::App* list = app.add_subcommand("list", "Show every source and whether it is available here");
   add_common(list);
 
+  CLI::App* report = report::add_report_command(app, inv.report);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -118,6 +123,11 @@ Invocation parse_command_line(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     inv.kind = Invocation::Kind::kDone;
     inv.exit_code = usage_error(e.what());
+    return inv;
+  }
+
+  if (report->parsed()) {
+    inv.kind = Invocation::Kind::kReport;
     return inv;
   }
 

@@ -6,13 +6,15 @@
 
 #include "session/target.h"
 #include "core/config.h"
+#include "report/report_command.h"
 
 namespace pm {
 
 struct Invocation {
-  enum class Kind { kMonitor, kList, kDone } kind = Kind::kMonitor;
+  enum class Kind { kMonitor, kList, kReport, kDone } kind = Kind::kMonitor;
   Config config;
   TargetSpec target;
+  report::ReportOptions report;
   int exit_code = 0;  // kDone: --help or --version was printed, or a usage error
 };
 

@@ -48,6 +48,7 @@ class Session {
       return target_->exit_code().value_or(kExitFailure);
     }
     if (!target_->note().empty()) unavailable_.push_back({"cleanup", target_->note()});
+    sink_->header(run_header());
     sink_->unavailable(unavailable_);  // once the target has started: errors stay one line
     if (prom_ != nullptr) {
       // After the command's fork (threads must not exist at fork), before the first tick.
@@ -220,6 +221,19 @@ class Session {
       default:
         target_->on_other_signal(sig);
     }
+  }
+
+  // What a report needs to say what was watched, where and how (the JSON Lines' first record).
+  RunHeader run_header() const {
+    RunHeader h;
+    h.mode = spec_.mode == Mode::kRun ? "run" : spec_.mode == Mode::kAttach ? "attach" : "system";
+    h.command = spec_.command;
+    h.pid = spec_.mode == Mode::kAttach ? spec_.pid : target_->roots().empty() ? 0 : target_->roots().front();
+    h.host = read_host_info();
+    h.interval_s = std::chrono::duration<double>(cfg_.interval).count();
+    h.start = WallClock::now();
+    h.unavailable = unavailable_;
+    return h;
   }
 
   SessionStatus status() const {

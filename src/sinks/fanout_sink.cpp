@@ -10,6 +10,9 @@ class FanOutSink final : public Sink {
  public:
   explicit FanOutSink(std::vector<std::unique_ptr<Sink>> sinks) : sinks_(std::move(sinks)) {}
 
+  void header(const RunHeader& h) override {
+    for (auto& s : sinks_) s->header(h);
+  }
   void unavailable(const std::vector<Unavailable>& list) override {
     for (auto& s : sinks_) s->unavailable(list);
   }

@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/version.h"
 #include "sinks/format.h"
+#include "sinks/json_schema.h"
 #include "sinks/sink.h"
 
 namespace pm {
@@ -65,7 +67,25 @@ class JsonSink final : public Sink {
  public:
   explicit JsonSink(Output& out) : out_(out) {}
 
-  void unavailable(const std::vector<Unavailable>& /*list*/) override {}  // told in the summary
+  void header(const RunHeader& h) override {
+    Json j{{"type", "header"}, {"schema_version", kJsonSchemaVersion}, {"perf_monitor_version", PERF_MONITOR_VERSION},
+           {"mode", h.mode}};
+    if (!h.command.empty()) j["command"] = h.command;
+    if (h.pid != 0) j["pid"] = h.pid;
+    j["host"] = h.host.hostname;
+    j["kernel"] = h.host.kernel;
+    j["arch"] = h.host.arch;
+    if (!h.host.cpu_model.empty()) j["cpu_model"] = h.host.cpu_model;
+    j["cpus"] = h.host.cpus;
+    j["interval_s"] = number(h.interval_s);
+    j["start"] = iso8601(h.start);
+    Json unavailable = Json::object();
+    for (const Unavailable& u : h.unavailable) unavailable[u.source] = u.reason;
+    j["unavailable"] = std::move(unavailable);
+    emit(j);
+  }
+
+  void unavailable(const std::vector<Unavailable>& /*list*/) override {}  // in the header and the summary
 
   void interval(const IntervalRecord& rec) override {
     Json j{{"type", "interval"}, {"timestamp", iso8601(rec.timestamp)}, {"interval_s", number(rec.seconds)}};

@@ -11,6 +11,7 @@
 #include "core/aggregator.h"
 #include "core/config.h"
 #include "core/output.h"
+#include "core/host.h"
 #include "core/source.h"
 #include "core/span.h"
 
@@ -29,8 +30,21 @@ struct RunInfo {
   std::vector<Span> slowest_requests;  // probes: the slowest spans with their own request ID
 };
 
+// What is known when monitoring starts: the machine, the target, the rhythm.
+struct RunHeader {
+  std::string mode;                  // "system", "run" or "attach"
+  std::vector<std::string> command;  // run
+  int pid = 0;                       // run (once started) and attach
+  HostInfo host;
+  double interval_s = 0;
+  WallClock::time_point start;
+  std::vector<Unavailable> unavailable;  // the sources that could not start
+};
+
 class Sink {
  public:
+  // Once, before anything else: where and what is monitored (JSON: the header record).
+  virtual void header(const RunHeader& /*header*/) {}
   virtual ~Sink() = default;
   // The sources that could not start, once, before the first interval.
   virtual void unavailable(const std::vector<Unavailable>& list) = 0;

@@ -118,7 +118,9 @@ TEST_F(ProbeTest, CpuBoundCallsAreOnCpu) {
     // The call's time is all accounted for: running, waiting for a CPU, or blocked.
     EXPECT_NEAR(ran + sp["blocked_s"].get<double>(), sp["latency_s"].get<double>(), 2e-6) << sp.dump();
     EXPECT_LE(sp["blocked_s"].get<double>(), 0.05 * sp["latency_s"].get<double>()) << sp.dump();
-    EXPECT_GE(sp["on_cpu_s"].get<double>(), 0.030) << sp.dump();
+    // The CPU time it was asked to use, by its own clock (the same kernel count), strictly
+    // inside the call.
+    EXPECT_GE(sp["on_cpu_s"].get<double>(), 0.030 * 0.995) << sp.dump();
   }
 }
 

@@ -1,0 +1,286 @@
+'use strict';
+// What the report and comparison pages share: decoding the embedded data, units, charts
+// (Chart.js) and heatmaps (drawn on a canvas: Chart.js has no heatmap type).
+const PM = { charts: [], heatmaps: [], deferred: [], heatOptions: { norm: 'global', scale: 'log' } };
+
+PM.decode = async function (b64) {
+  const bin = atob(b64.trim());
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return JSON.parse(await new Response(stream).text());
+};
+
+// ---- The columns of page_data.h ----
+PM.absentMask = function (n, ranges) {
+  const m = new Uint8Array(n);
+  if (ranges) for (const [from, to] of ranges) m.fill(1, from, to);
+  return m;
+};
+PM.cells = function (s, n) {
+  if ('c' in s) return { values: new Array(n).fill(s.c), absent: new Uint8Array(n) };
+  return { values: s.v, absent: PM.absentMask(n, s.a) };
+};
+PM.numbers = function (s, n) {
+  const out = new Float64Array(n);
+  if ('c' in s) return out.fill(typeof s.c === 'number' ? s.c : NaN);
+  for (let i = 0; i < n; i++) out[i] = typeof s.v[i] === 'number' ? s.v[i] : NaN;
+  return out;
+};
+PM.bucketRows = function (h, n) {
+  const absent = PM.absentMask(n, h.a);
+  const rows = new Array(n);
+  for (let i = 0; i < n; i++) {
+    if (absent[i]) { rows[i] = null; continue; }
+    const row = new Array(h.bls ? h.bls[i] : h.bl).fill(0);
+    const r = h.b[i];
+    if (r !== 0) for (let k = 1; k < r.length; k++) row[r[0] + k - 1] = r[k];
+    rows[i] = row;
+  }
+  return rows;
+};
+PM.field = (h, name) => h.f.find(f => f.p[0] === name);
+// The records the columns came from, rebuilt (what the tests compare with the file).
+PM.records = function (table) {
+  const n = table.n, out = Array.from({ length: n }, () => ({}));
+  const put = (obj, path, v) => {
+    let o = obj;
+    for (let k = 0; k < path.length - 1; k++) {
+      if (typeof o[path[k]] !== 'object' || o[path[k]] === null) o[path[k]] = {};
+      o = o[path[k]];
+    }
+    o[path[path.length - 1]] = v;
+  };
+  for (const s of table.series) {
+    if (s.h) {
+      const rows = PM.bucketRows(s, n), fields = s.f.map(f => [f.p[0], PM.cells(f, n)]);
+      for (let i = 0; i < n; i++) {
+        if (!rows[i]) continue;
+        const h = {};
+        for (const [name, c] of fields) if (!c.absent[i]) h[name] = c.values[i];
+        h.buckets = rows[i];
+        put(out[i], s.p, h);
+      }
+    } else {
+      const c = PM.cells(s, n);
+      for (let i = 0; i < n; i++) if (!c.absent[i]) put(out[i], s.p, c.values[i]);
+    }
+  }
+  return out;
+};
+PM.isHistogram = v => v !== null && typeof v === 'object' && Array.isArray(v.buckets) && typeof v.bucket_base === 'number';
+// Leaves of a record as [path, value]; histograms are one leaf.
+PM.flatten = function (obj, path = [], out = []) {
+  for (const [k, v] of Object.entries(obj)) {
+    const p = path.concat([k]);
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && !PM.isHistogram(v) && Object.keys(v).length) PM.flatten(v, p, out);
+    else out.push([p, v]);
+  }
+  return out;
+};
+
+// ---- Units: from the name's suffix (_bytes, _seconds or _s, _percent, ...) ----
+// The metric's own name first (section, metric, labels...: path[1], or a flat key), then the
+// rest: a label may be another metric's name (pmc › running_percent › task_clock_seconds).
+PM.unitOf = function (path) {
+  const order = (path.length > 1 ? [path[1], path[0]] : [path[0]]).concat(path.slice(2).reverse());
+  for (const part of order) {
+    const p = String(part);
+    if (/(^|_)bytes($|_)/.test(p)) return 'bytes';
+    if (/(^|_)(seconds|s)($|_(min|max)$)/.test(p)) return 'seconds';
+    if (/(^|_)percent($|_)/.test(p)) return 'percent';
+    if (/(^|_)celsius($|_)/.test(p)) return 'celsius';
+    if (/(^|_)joules($|_)/.test(p)) return 'joules';
+    if (/(^|_)watts($|_)/.test(p)) return 'watts';
+  }
+  return '';
+};
+PM.num = function (v, digits = 3) {
+  const a = Math.abs(v);
+  if (a === 0) return '0';
+  if (a >= 1e15 || a < 1e-3) return v.toExponential(2);
+  if (Number.isInteger(v)) return v.toLocaleString('en-US');
+  return Number(v.toPrecision(Math.max(digits, Math.floor(Math.log10(a)) + 1))).toLocaleString('en-US', { maximumFractionDigits: 6 });
+};
+PM.short = function (v) {
+  const a = Math.abs(v);
+  for (const [d, s] of [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']]) if (a >= d) return +(v / d).toPrecision(3) + s;
+  return a === 0 ? '0' : +v.toPrecision(3) + '';
+};
+PM.bytes = function (v) {
+  const a = Math.abs(v);
+  for (const [d, s] of [[2 ** 40, 'TiB'], [2 ** 30, 'GiB'], [2 ** 20, 'MiB'], [2 ** 10, 'KiB']]) if (a >= d) return +(v / d).toPrecision(3) + ' ' + s;
+  return v + ' B';
+};
+PM.seconds = function (v) {
+  const a = Math.abs(v);
+  if (a === 0) return '0 s';
+  if (a < 1e-6) return +(v * 1e9).toPrecision(3) + ' ns';
+  if (a < 1e-3) return +(v * 1e6).toPrecision(3) + ' µs';
+  if (a < 1) return +(v * 1e3).toPrecision(3) + ' ms';
+  return +v.toPrecision(4) + ' s';
+};
+PM.fmt = function (v, unit, long = false) {
+  if (v === null || v === undefined || (typeof v === 'number' && Number.isNaN(v))) return '–';
+  if (typeof v !== 'number') return Array.isArray(v) ? v.join(' ') : String(v);
+  switch (unit) {
+    case 'bytes': return PM.bytes(v);
+    case 'seconds': return PM.seconds(v);
+    case 'percent': return (long ? PM.num(v) : PM.short(v)) + ' %';
+    case 'celsius': return PM.num(v) + ' °C';
+    case 'joules': return PM.num(v) + ' J';
+    case 'watts': return PM.num(v) + ' W';
+    default: return long ? PM.num(v) : PM.short(v);
+  }
+};
+// A step for elapsed-time ticks: whole seconds, minutes or hours, at most `max` ticks.
+PM.timeStep = function (total, max = 8) {
+  for (const s of [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400]) if (total / s <= max) return s;
+  return Math.ceil(total / max / 86400) * 86400;
+};
+PM.elapsed = function (s) {
+  const t = Math.round(s), h = Math.floor(t / 3600), m = Math.floor(t / 60) % 60, sec = t % 60;
+  const two = x => String(x).padStart(2, '0');
+  return h ? `${h}:${two(m)}:${two(sec)}` : `${m}:${two(sec)}`;
+};
+// Bucket i of a log2 histogram counts values below base * 2^i.
+PM.bucketLabel = (base, i, unit) => '< ' + PM.fmt(base * 2 ** i, unit);
+
+// ---- DOM ----
+PM.el = function (tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'class') e.className = v; else if (k === 'text') e.textContent = v; else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c);
+  return e;
+};
+PM.card = function (parent, title, wide = false, note = '') {
+  const canvasBox = PM.el('div', { class: 'chart' });
+  const card = PM.el('div', { class: 'card' + (wide ? ' wide' : '') }, PM.el('h3', { text: title }), canvasBox);
+  if (note) card.append(PM.el('p', { class: 'note', text: note }));
+  parent.append(card);
+  return canvasBox;
+};
+// A table; a cell is text, a <td>/<th> element as it is, or any other element inside a <td>.
+PM.table = function (cls, head, rows, id) {
+  const t = PM.el('table', id ? { class: cls, id } : { class: cls });
+  const cell = (c, tag) => c instanceof HTMLElement ? (c.tagName === 'TD' || c.tagName === 'TH' ? c : PM.el(tag, {}, c))
+    : typeof c === 'object' && c !== null ? PM.el(tag, c) : PM.el(tag, { text: String(c) });
+  if (head) t.append(PM.el('tr', {}, ...head.map(h => cell(h, 'th'))));
+  for (const r of rows) t.append(PM.el('tr', r.attrs || {}, ...r.cells.map(c => cell(c, 'td'))));
+  return t;
+};
+
+// ---- Charts (Chart.js) ----
+PM.palette = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+PM.colour = i => PM.palette[i % PM.palette.length];
+PM.setup = function () {
+  Chart.defaults.animation = false;
+  Chart.defaults.responsive = true;
+  Chart.defaults.maintainAspectRatio = false;
+  Chart.defaults.font.size = 11;
+  Chart.defaults.plugins.legend.labels.boxWidth = 10;
+};
+// Registers a chart for the page's own checks: what was drawn, and how many points.
+PM.register = function (kind, title, canvas, points, extra = {}) {
+  const entry = Object.assign({ kind, title, canvas, points }, extra);
+  PM.charts.push(entry);
+  return entry;
+};
+// Averages of equal windows so that at most `max` points remain (stacked charts: every
+// dataset keeps the same x).
+PM.windowMeans = function (x, ys, max) {
+  const n = x.length;
+  if (n <= max) return { x, ys };
+  const w = Math.ceil(n / max), m = Math.ceil(n / w);
+  const nx = new Float64Array(m), nys = ys.map(() => new Float64Array(m));
+  for (let j = 0; j < m; j++) {
+    const a = j * w, b = Math.min(n, a + w);
+    nx[j] = (x[a] + x[b - 1]) / 2;
+    ys.forEach((y, d) => {
+      let s = 0, c = 0;
+      for (let i = a; i < b; i++) if (Number.isFinite(y[i])) { s += y[i]; c++; }
+      nys[d][j] = c ? s / c : NaN;
+    });
+  }
+  return { x: nx, ys: nys };
+};
+// A line chart over elapsed time. x: the end of each interval (points go at x.mid, the
+// middles, where given); series: [{label, y: Float64Array}].
+PM.timeChart = function (box, title, x, series, unit, opts = {}) {
+  const canvas = PM.el('canvas');
+  box.append(canvas);
+  const end = x.length ? x[x.length - 1] : 1;
+  const width = box.clientWidth || 400;
+  let xs = x.mid || x, ys = series.map(s => s.y);
+  if (opts.stacked) ({ x: xs, ys } = PM.windowMeans(xs, ys, Math.max(100, Math.round(width / 2))));
+  let points = 0;
+  const datasets = series.map((s, d) => {
+    const data = new Array(xs.length);
+    for (let i = 0; i < xs.length; i++) {
+      const v = ys[d][i];
+      data[i] = { x: xs[i], y: Number.isFinite(v) ? v : null };
+      if (Number.isFinite(v)) points++;
+    }
+    const c = s.colour || PM.colour(d);
+    return { label: s.label, data, borderColor: c, backgroundColor: opts.stacked ? c + 'cc' : c, borderWidth: 1, pointRadius: 0,
+      fill: opts.stacked ? (d === 0 ? 'origin' : '-1') : false, tension: 0 };
+  });
+  const chart = new Chart(canvas, {
+    type: 'line',
+    data: { datasets },
+    options: {
+      parsing: false, normalized: true, spanGaps: false,
+      interaction: { mode: 'index', intersect: false },
+      scales: {
+        x: { type: 'linear', min: 0, max: end, ticks: { callback: v => PM.elapsed(v), stepSize: PM.timeStep(end) } },
+        y: { stacked: !!opts.stacked, beginAtZero: true, max: opts.yMax, ticks: { callback: v => PM.fmt(v, unit), maxTicksLimit: 6 } },
+      },
+      plugins: {
+        // About one point per two pixels: what a line can show, and far less to rasterise.
+        decimation: { enabled: !opts.stacked, algorithm: 'lttb', samples: Math.max(100, Math.round(width / 2)), threshold: Math.max(100, Math.round(width / 2)) },
+        legend: { display: series.length > 1, position: 'bottom' },
+        tooltip: { callbacks: { title: items => items.length ? PM.elapsed(items[0].parsed.x) + (opts.clock ? '  ' + opts.clock(items[0].parsed.x) : '') : '',
+          label: it => `${it.dataset.label}: ${PM.fmt(it.parsed.y, unit, true)}` } },
+      },
+    },
+  });
+  return PM.register('line', title, canvas, points, { chart, datasets: series.length });
+};
+// A bar chart; horizontal and stacked for "where the time goes".
+PM.barChart = function (box, title, labels, series, unit, opts = {}) {
+  const canvas = PM.el('canvas');
+  box.append(canvas);
+  let points = 0;
+  const datasets = series.map((s, d) => {
+    points += s.values.filter(Number.isFinite).length;
+    return { label: s.label, data: s.values, backgroundColor: (s.colour || PM.colour(d)) + (opts.alpha || ''), borderColor: s.colour || PM.colour(d), borderWidth: opts.alpha ? 1 : 0 };
+  });
+  const vAxis = { stacked: !!opts.stacked, beginAtZero: true, ticks: { callback: v => PM.fmt(v, unit), maxTicksLimit: 6 } };
+  const cAxis = { stacked: !!opts.stacked, ticks: { autoSkip: true, maxRotation: 0 } };
+  const chart = new Chart(canvas, {
+    type: 'bar',
+    data: { labels, datasets },
+    options: {
+      indexAxis: opts.horizontal ? 'y' : 'x',
+      scales: opts.horizontal ? { x: vAxis, y: cAxis } : { x: cAxis, y: vAxis },
+      plugins: {
+        legend: { display: series.length > 1, position: 'bottom' },
+        tooltip: { callbacks: { label: it => `${it.dataset.label}: ${PM.fmt(opts.horizontal ? it.parsed.x : it.parsed.y, unit, true)}` } },
+      },
+    },
+  });
+  return PM.register('bar', title, canvas, points, { chart, datasets: series.length });
+};
+// Charts inside a closed <details> are made when it is first opened.
+PM.defer = function (details, make) {
+  const job = { done: false, run: () => { if (!job.done) { job.done = true; make(); } } };
+  PM.deferred.push(job);
+  details.addEventListener('toggle', () => { if (details.open) job.run(); });
+};
+PM.renderAll = function () {
+  for (const d of document.querySelectorAll('details')) d.open = true;
+  for (const job of PM.deferred) job.run();
+  return PM.charts.length;
+};

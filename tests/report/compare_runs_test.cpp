@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+// `report --compare` on real runs of the real binary: twice the CPU work is a significant
+// regression of the tree's CPU time; identical runs (A/A) flag no more than alpha of the
+// comparisons. The runs of both sides are interleaved, as the README advises.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "integration/harness.h"
+
+namespace pm::test {
+namespace {
+
+using Json = nlohmann::json;
+
+// A run of the workload spinning `ms` of CPU time, recorded as JSON Lines.
+std::string record_spin(const std::string& path, int ms) {
+  Outcome o = run_pm({"run", "--format", "json", "-o", path, "--", workload(), "spin", std::to_string(ms)});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  return path;
+}
+
+std::string fmt_path(const std::string& base, int pair, char side, int run) {
+  return base + "-" + std::to_string(pair) + side + std::to_string(run) + ".jsonl";
+}
+
+Outcome compare(const std::vector<std::string>& base, const std::vector<std::string>& next,
+                const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"report", "--compare"};
+  args.insert(args.end(), base.begin(), base.end());
+  args.push_back("--");
+  args.insert(args.end(), next.begin(), next.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_pm(args);
+}
+
+const Json* figure(const Json& cmp, const std::string& name) {
+  for (const Json& f : cmp["figures"]) {
+    if (f["figure"] == name) return &f;
+  }
+  return nullptr;
+}
+
+TEST(CompareRuns, TwiceTheCpuWorkIsASignificantRegression) {
+  std::string base = temp_base();
+  std::vector<std::string> a, b;
+  for (int i = 0; i < 5; ++i) {
+    a.push_back(record_spin(base + "-a" + std::to_string(i) + ".jsonl", 150));
+    b.push_back(record_spin(base + "-b" + std::to_string(i) + ".jsonl", 300));
+  }
+  // As a CI job would: gate on CPU time, as the kernel accounts it to the tree (in clock ticks)
+  // and as the perf task clock counts it (where counters work).
+  Outcome o =
+      compare(a, b, {"--format", "json", "--fail-on", "proc_cpu_user_seconds", "--fail-on", "pmc_task_clock_seconds"});
+  ASSERT_EQ(o.exit_code, 3) << "exit 3 means a --fail-on figure regressed\n" << o.err << o.out.substr(0, 2000);
+  Json cmp = Json::parse(o.out);
+  EXPECT_TRUE(cmp["decidable"].get<bool>());
+  EXPECT_TRUE(std::find(cmp["regressions"].begin(), cmp["regressions"].end(), "proc_cpu_user_seconds") !=
+              cmp["regressions"].end())
+      << cmp["regressions"];
+  const Json* cpu = figure(cmp, "proc_cpu_user_seconds");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ((*cpu)["verdict"], "higher");
+  EXPECT_TRUE((*cpu)["significant"].get<bool>());
+  EXPECT_TRUE((*cpu)["worse"].get<bool>());
+  EXPECT_LE((*cpu)["p_adjusted"].get<double>(), 0.05);
+  // About twice: the shift's interval lies well above zero.
+  EXPECT_GT((*cpu)["change_percent"].get<double>(), 50);
+  EXPECT_GT((*cpu)["shift"]["low"].get<double>(), 0);
+  std::cout << "[ INFO     ] proc_cpu_user_seconds: base " << (*cpu)["base"] << " new " << (*cpu)["new"] << " p "
+            << (*cpu)["p"] << " p adj " << (*cpu)["p_adjusted"] << "\n";
+  // The perf counters' task clock says the same (exact test: no ties at nanoseconds).
+  if (const Json* clock = figure(cmp, "pmc_task_clock_seconds")) {
+    EXPECT_EQ((*clock)["verdict"], "higher");
+    EXPECT_TRUE((*clock)["worse"].get<bool>());
+    EXPECT_NEAR((*clock)["p"].get<double>(), 2.0 / 252, 1e-9);
+  } else {
+    std::cout << "[ INFO     ] no pmc_task_clock_seconds in these runs (no perf counters here)\n";
+  }
+  size_t significant = 0;
+  for (const Json& f : cmp["figures"]) significant += f["significant"].get<bool>() ? 1 : 0;
+  std::cout << "[ INFO     ] " << significant << " of " << cmp["tested"] << " figures significant\n";
+  // The text for a CI log says it too.
+  Outcome text = compare(a, b, {"--fail-on", "proc_cpu_user_seconds"});
+  EXPECT_EQ(text.exit_code, 3);
+  EXPECT_NE(text.out.find("Regression: proc_cpu_user_seconds"), std::string::npos) << text.out;
+  // The other way round it is an improvement: no regression, exit 0.
+  Outcome better = compare(b, a, {"--format", "json", "--fail-on", "proc_cpu_user_seconds"});
+  EXPECT_EQ(better.exit_code, 0) << better.err;
+  EXPECT_EQ((*figure(Json::parse(better.out), "proc_cpu_user_seconds"))["verdict"], "lower");
+  for (const std::string& f : a) std::filesystem::remove(f);
+  for (const std::string& f : b) std::filesystem::remove(f);
+}
+
+// Twenty pairs of 5 vs 5 runs of the same command: with the correction, at most alpha of the
+// figures compared may come out significant (the expected number is close to zero).
+TEST(CompareRuns, AASuiteFlagsNoMoreThanAlpha) {
+  std::string base = temp_base();
+  size_t flagged = 0, tested = 0, pairs_flagging = 0, gated_flags = 0;
+  for (int pair = 0; pair < 20; ++pair) {
+    std::vector<std::string> a, b;
+    for (int i = 0; i < 5; ++i) {  // A B A B ...: drift hits both sides alike
+      a.push_back(record_spin(fmt_path(base, pair, 'a', i), 20));
+      b.push_back(record_spin(fmt_path(base, pair, 'b', i), 20));
+    }
+    Outcome o = compare(a, b, {"--format", "json", "--fail-on", "proc_cpu_user_seconds"});
+    ASSERT_TRUE(o.exit_code == 0 || o.exit_code == 3) << o.err;
+    Json cmp = Json::parse(o.out);
+    size_t here = 0;
+    for (const Json& f : cmp["figures"]) {
+      if (!f.contains("p_adjusted")) continue;
+      ++tested;
+      if (f["significant"].get<bool>()) {
+        ++here;
+        std::cout << "[ INFO     ] pair " << pair << ": " << f["figure"] << " flagged, base " << f["base"] << " new "
+                  << f["new"] << "\n";
+      }
+    }
+    gated_flags += cmp["regressions"].size();
+    flagged += here;
+    pairs_flagging += here > 0 ? 1 : 0;
+    for (const std::string& f : a) std::filesystem::remove(f);
+    for (const std::string& f : b) std::filesystem::remove(f);
+  }
+  std::cout << "[ INFO     ] A/A: " << flagged << " of " << tested << " comparisons significant, in " << pairs_flagging
+            << " of 20 pairs; the gated figure regressed in " << gated_flags << " of 20\n";
+  ASSERT_GT(tested, 20u * 10);
+  EXPECT_LE(static_cast<double>(flagged) / static_cast<double>(tested), 0.05);
+}
+
+}  // namespace
+}  // namespace pm::test

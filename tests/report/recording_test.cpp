@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reading JSON Lines generically, and the bad files: not JSON Lines, cut short, another schema
+// version, no header, unknown record types, millions of spans.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "report/recording.h"
+#include "sinks/json_schema.h"
+
+namespace pm::report {
+namespace {
+
+const std::string kHeader =
+    fmt::format(R"({{"type":"header","schema_version":{},"mode":"system","cpus":2}})", kJsonSchemaVersion) + "\n";
+
+std::string interval(int i, bool with_disk) {
+  std::string disk = with_disk ? R"(,"block_io":{"requests":{"vda":)" + std::to_string(i) + "}}" : "";
+  return fmt::format(
+             R"({{"type":"interval","timestamp":"2026-11-30T00:00:0{}Z","interval_s":1.0,)"
+             R"("cpu":{{"utilisation_percent":{{"all":{{"user":{}.5,"idle":50}}}}}},)"
+             R"("scheduler":{{"runq_latency_seconds":{{"count":{},"sum":0.5,"p50":null,"bucket_base":1e-06,"buckets":[0,{},0,0]}}}}{}}})",
+             i, i * 10, i, i, disk) +
+         "\n";
+}
+
+const Series* find(const SeriesTable& t, const std::vector<std::string>& path) {
+  for (const Series& s : t.series()) {
+    if (s.path == path) return &s;
+  }
+  return nullptr;
+}
+
+TEST(Recording, IntervalsBecomeSeriesByPathAndHistogramsByShape) {
+  auto rec = parse_recording(kHeader + interval(1, false) + interval(2, true) + interval(3, false) +
+                                 R"({"type":"summary","mode":"system","duration_s":3})"
+                                 "\n",
+                             "t.jsonl");
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_TRUE(rec->warnings.empty()) << rec->warnings.front();
+  EXPECT_EQ(rec->intervals.rows(), 3u);
+  EXPECT_EQ(rec->header["cpus"], 2);
+  EXPECT_EQ(rec->summary["duration_s"], 3);
+
+  const Series* user = find(rec->intervals, {"cpu", "utilisation_percent", "all", "user"});
+  ASSERT_NE(user, nullptr);
+  ASSERT_EQ(user->cells.size(), 3u);
+  EXPECT_EQ(user->cells[0], 10.5);
+  EXPECT_EQ(user->cells[2], 30.5);
+
+  const Series* disk = find(rec->intervals, {"block_io", "requests", "vda"});
+  ASSERT_NE(disk, nullptr);  // present in the second record only
+  EXPECT_TRUE(disk->cells[0].is_discarded());
+  EXPECT_EQ(disk->cells[1], 2);
+  EXPECT_TRUE(disk->cells[2].is_discarded());
+
+  const Series* h = find(rec->intervals, {"scheduler", "runq_latency_seconds"});
+  ASSERT_NE(h, nullptr);
+  EXPECT_TRUE(h->histogram);
+  EXPECT_EQ(h->buckets[2], (std::vector<double>{0, 3, 0, 0}));
+  auto field = std::find_if(h->fields.begin(), h->fields.end(), [](const Series& f) { return f.path[0] == "p50"; });
+  ASSERT_NE(field, h->fields.end());
+  EXPECT_TRUE(field->cells[0].is_null());  // a real null, not an absent value
+  EXPECT_EQ(find(rec->intervals, {"scheduler", "runq_latency_seconds", "count"}), nullptr);
+}
+
+TEST(Recording, HistogramIsKnownByItsShapeNotItsName) {
+  EXPECT_TRUE(is_histogram(Json::parse(R"({"buckets":[1,2],"bucket_base":1})")));
+  EXPECT_TRUE(is_histogram(Json::parse(R"({"count":3,"sum":9,"bucket_base":0.5,"buckets":[]})")));
+  EXPECT_FALSE(is_histogram(Json::parse(R"({"buckets":[1,"x"],"bucket_base":1})")));
+  EXPECT_FALSE(is_histogram(Json::parse(R"({"buckets":[1,2]})")));
+  EXPECT_FALSE(is_histogram(Json::parse(R"({"count":3,"sum":9})")));
+}
+
+TEST(Recording, NotJsonLinesIsAnError) {
+  // perf-monitor's text output, given by mistake.
+  auto text = parse_recording("--- 2026-11-30T01:30:26Z (1.00 s)\ncpu      user 0.0% nice 0.0%\n", "run.txt");
+  ASSERT_FALSE(text);
+  EXPECT_NE(text.error().message.find("run.txt is not JSON Lines: line 1"), std::string::npos) << text.error().message;
+  EXPECT_EQ(text.error().code, Errc::kInvalidArgument);
+
+  auto empty = parse_recording("", "e.jsonl");
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.error().message.find("is empty"), std::string::npos);
+
+  auto array = parse_recording("[1,2,3]\n", "a.jsonl");
+  ASSERT_FALSE(array);
+  EXPECT_NE(array.error().message.find("a.jsonl:1: a JSON array"), std::string::npos) << array.error().message;
+
+  auto other = parse_recording("{\"name\":\"x\"}\n{\"name\":\"y\"}\n", "o.jsonl");
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().message.find("holds no perf-monitor records"), std::string::npos) << other.error().message;
+
+  auto binary = parse_recording(std::string("\x1f\x8b\x08\x00\x00\x00", 6), "run.jsonl.gz");
+  ASSERT_FALSE(binary);
+  EXPECT_NE(binary.error().message.find("not JSON Lines"), std::string::npos);
+}
+
+TEST(Recording, BrokenLineInTheMiddleIsAnErrorWithItsNumber) {
+  auto rec = parse_recording(kHeader + interval(1, false) + "{\"type\":\"interval\",\"cpu\":\n" + interval(2, false),
+                             "m.jsonl");
+  ASSERT_FALSE(rec);
+  EXPECT_NE(rec.error().message.find("m.jsonl:3: not JSON"), std::string::npos) << rec.error().message;
+}
+
+TEST(Recording, TruncatedLastLineIsLeftOutWithAWarning) {
+  std::string whole = kHeader + interval(1, false) + interval(2, false);
+  std::string cut = interval(3, false);
+  cut.resize(cut.size() / 2);  // killed while writing: no newline at the end
+  auto rec = parse_recording(whole + cut, "cut.jsonl");
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->intervals.rows(), 2u);
+  ASSERT_FALSE(rec->warnings.empty());
+  bool said = false, no_summary = false;
+  for (const std::string& w : rec->warnings) {
+    said = said || w.find("the last line (4) is cut short") != std::string::npos;
+    no_summary = no_summary || w.find("no summary record") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+  EXPECT_TRUE(no_summary);
+}
+
+TEST(Recording, OtherSchemaVersionsAreReadWithAWarning) {
+  // A future layout: renamed metrics, a new record type; still objects with paths.
+  std::string future =
+      R"({"type":"header","schema_version":99,"mode":"system"})"
+      "\n"
+      R"({"type":"interval","timestamp":"2030-01-01T00:00:01Z","interval_s":1,"cpu_new":{"busy_ratio":{"all":0.5}}})"
+      "\n"
+      R"({"type":"annotation","text":"deploy"})"
+      "\n";
+  auto rec = parse_recording(future, "future.jsonl");
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->intervals.rows(), 1u);
+  EXPECT_NE(find(rec->intervals, {"cpu_new", "busy_ratio", "all"}), nullptr);
+  std::string all;
+  for (const std::string& w : rec->warnings) all += w + "\n";
+  EXPECT_NE(all.find("schema version 99 (newer)"), std::string::npos) << all;
+  EXPECT_NE(all.find("1 records of unknown type \"annotation\" were skipped"), std::string::npos) << all;
+
+  // The first layout: no header, no "type" on the records.
+  auto old = parse_recording(R"({"timestamp":"2026-06-20T02:23:15Z","pmc":{"instructions":1842300}})"
+                             "\n",
+                             "old.jsonl");
+  ASSERT_TRUE(old) << old.error().message;
+  EXPECT_EQ(old->intervals.rows(), 1u);
+  all.clear();
+  for (const std::string& w : old->warnings) all += w + "\n";
+  EXPECT_NE(all.find("no header record"), std::string::npos) << all;
+  EXPECT_NE(all.find("without a \"type\" were read as intervals"), std::string::npos) << all;
+}
+
+TEST(Recording, ManySpansKeepTheSlowestAndASampleAndCountThemAll) {
+  std::string text = kHeader;
+  const int n = 25000;
+  for (int i = 0; i < n; ++i) {
+    // Latency rises and falls so that the slowest are spread over the file.
+    double latency = 1e-6 * ((i * 7919) % n + 1);
+    text += fmt::format(R"({{"type":"span","function":"{}","request_id":{},"latency_s":{},"on_cpu_s":{}}})",
+                        i % 2 ? "f" : "g", i, latency, latency / 2) +
+            "\n";
+  }
+  auto rec = parse_recording(text, "spans.jsonl");
+  ASSERT_TRUE(rec) << rec.error().message;
+  EXPECT_EQ(rec->spans_seen, static_cast<uint64_t>(n));
+  EXPECT_EQ(rec->spans.size(), kMaxSpans);
+  EXPECT_EQ(rec->span_totals["f"].count + rec->span_totals["g"].count, static_cast<uint64_t>(n));
+  // In file order, and the kSlowestSpans slowest all there.
+  int slow = 0;
+  for (size_t i = 0; i < rec->spans.size(); ++i) {
+    if (i > 0) {
+      EXPECT_LT(rec->spans[i - 1]["request_id"].get<int>(), rec->spans[i]["request_id"].get<int>());
+    }
+    slow += rec->spans[i]["latency_s"].get<double>() > 1e-6 * (n - kSlowestSpans) + 1e-12 ? 1 : 0;
+  }
+  EXPECT_EQ(slow, static_cast<int>(kSlowestSpans));
+  // Totals: the sum of 1..n microseconds.
+  double sum = rec->span_totals["f"].sums["latency_s"] + rec->span_totals["g"].sums["latency_s"];
+  EXPECT_NEAR(sum, 1e-6 * n * (n + 1.0) / 2, 1e-6);
+  bool warned = std::any_of(rec->warnings.begin(), rec->warnings.end(),
+                            [](const std::string& w) { return w.find("25000 spans") != std::string::npos; });
+  EXPECT_TRUE(warned);
+}
+
+TEST(Recording, MissingFileIsAnError) {
+  auto rec = read_recording("/nonexistent/run.jsonl");
+  ASSERT_FALSE(rec);
+  EXPECT_NE(rec.error().message.find("cannot read /nonexistent/run.jsonl"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pm::report
