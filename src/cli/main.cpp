@@ -6,10 +6,17 @@
 #include "core/output.h"
 #include "session/session.h"
 
+namespace {
+
+// The first of perf-monitor's code to run, before constructors and main: from here on a signal
+// waits for the session (no Ctrl-C can lose the summary).
+void block_signals_first(int /*argc*/, char** /*argv*/, char** /*envp*/) { pm::block_session_signals(); }
+__attribute__((section(".preinit_array"), used)) void (*const preinit)(int, char**, char**) = block_signals_first;
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  // First of all: a signal from now on waits for the session (no Ctrl-C can lose the summary),
-  // and descriptors 0-2 stay taken (a closed stdout must not become some socket's number).
-  pm::block_session_signals();
+  // Descriptors 0-2 stay taken: a closed stdout must not become some socket's number.
   pm::guard_standard_fds();
   try {
     pm::Invocation inv = pm::parse_command_line(argc, argv);
