@@ -12,6 +12,9 @@
 // and sent through a ring buffer a batch at a time, which wakes it only when a quarter full
 // (user space drains it on its tick, and takes what is left in the batches at the end).
 #include "vmlinux.h"
+#ifdef PM_CROSS_ARCH_REGS
+#include "pm_arch_regs.h"  // the target architecture's registers (bpf/arch/)
+#endif
 
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -198,11 +201,20 @@ static __always_inline void close_frame(struct task_struct *task, struct pm_thre
   if (b->n >= PM_SPAN_BATCH || now - b->first_ns >= PM_SPAN_BATCH_NS) send_batch(b);
 }
 
+// The sixth integer argument: libbpf 1.1 names the first five only.
+#if defined(__TARGET_ARCH_x86)
+#define PM_PARM6(ctx) ((ctx)->r9)
+#elif defined(__TARGET_ARCH_arm64)
+#define PM_PARM6(ctx) (((const struct user_pt_regs *)(ctx))->regs[5])
+#else
+#define PM_PARM6(ctx) 0 /* not read on this architecture: :arg6 counts as no ID */
+#endif
+
 // Integer argument n (1..6). All six are read and one is picked by index: a switch would be
 // folded into a variable offset into the context, which the verifier refuses.
 static __always_inline __u64 arg_of(struct pt_regs *ctx, __u32 n) {
   __u64 args[8] = {0, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx),
-                   PT_REGS_PARM5(ctx), ctx->r9 /* the sixth on x86-64 */, 0};
+                   PT_REGS_PARM5(ctx), PM_PARM6(ctx), 0};
   return args[PM_BUCKET(n, 8)];
 }
 
