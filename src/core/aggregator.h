@@ -9,12 +9,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/metric.h"
 
 namespace pm {
 
-using WallClock = std::chrono::system_clock;
-using MonoClock = std::chrono::steady_clock;
 
 struct IntervalValue {
   const MetricDesc* desc = nullptr;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/event_loop.h"
+#include "core/clock.h"
 
 namespace pm {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "core/error.h"
-#include "core/event_loop.h"
+#include "core/clock.h"
 
 namespace pm {
 

@@ -12,12 +12,12 @@
 #include <map>
 #include <memory>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/fd.h"
 
 namespace pm {
 
-using Duration = std::chrono::nanoseconds;
 
 class EventLoop {
  public:

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "core/aggregator.h"
+#include "core/clock.h"
 
 namespace pm {
 

@@ -7,71 +7,11 @@
 #include <optional>
 
 #include "core/text.h"
+#include "sources/files/key_value.h"
 
 namespace pm::procfs {
 namespace {
 
-Error parse_error(std::string_view file, std::string_view what) {
-  return make_error(Errc::kParse, std::string(file) + ": " + std::string(what));
-}
-
-// Splits "Key:   value" at the first ':'; false for lines that are not key/value (headers).
-bool split_key(std::string_view line, std::string_view& key, std::string_view& rest) {
-  size_t colon = line.find(':');
-  if (colon == std::string_view::npos || colon == 0) return false;
-  key = line.substr(0, colon);
-  rest = line.substr(colon + 1);
-  return key.find_first_of(" \t") == std::string_view::npos;
-}
-
-// "N" or "N kB"; kB becomes bytes. Anything else (another unit, trailing junk) is rejected so a
-// format change shows up as an error rather than as a silently wrong number.
-std::optional<uint64_t> parse_size(std::string_view rest) {
-  std::string_view num = next_field(rest);
-  std::string_view unit = next_field(rest);
-  std::optional<uint64_t> v = parse_u64(num);
-  if (!v || !next_field(rest).empty()) return std::nullopt;
-  if (unit.empty()) return v;
-  if (unit != "kB" || *v > std::numeric_limits<uint64_t>::max() / 1024) return std::nullopt;
-  return *v * 1024;
-}
-
-// A key whose value lands in a uint64_t member; `required` ones must appear in the file.
-template <typename T>
-struct U64Field {
-  std::string_view key;
-  uint64_t T::*member;
-  bool required;
-};
-
-// Shared driver for the "Key: value [kB]" files. Unknown keys are skipped because the kernel adds
-// new ones over time; known keys with unparsable values are errors.
-template <typename T, size_t N>
-Status parse_key_values(std::string_view text, std::string_view file, const std::array<U64Field<T>, N>& fields,
-                        T& out) {
-  std::array<bool, N> seen{};
-  std::optional<Error> err;
-  for_each_line(text, [&](std::string_view line) {
-    std::string_view key, rest;
-    if (err || !split_key(line, key, rest)) return;
-    for (size_t i = 0; i < N; ++i) {
-      if (fields[i].key != key) continue;
-      std::optional<uint64_t> v = parse_size(rest);
-      if (!v) {
-        err = parse_error(file, "bad value for " + std::string(key) + ": '" + std::string(trim(rest)) + "'");
-        return;
-      }
-      out.*fields[i].member = *v;
-      seen[i] = true;
-      return;
-    }
-  });
-  if (err) return *err;
-  for (size_t i = 0; i < N; ++i) {
-    if (fields[i].required && !seen[i]) return parse_error(file, "missing " + std::string(fields[i].key));
-  }
-  return {};
-}
 
 // Fixed-position fields of /proc/PID/stat counted after the ")" that closes comm: index 0 is
 // state (field 3 in proc(5)), so rss (field 24) is index 21.
@@ -157,7 +97,7 @@ Result<PidStat> parse_pid_stat(std::string_view text) {
 Result<PidStatus> parse_pid_status(std::string_view text) {
   constexpr std::string_view kFile = "/proc/PID/status";
   // Vm*/Rss* lines are absent for kernel threads and zombies, so only the ids are required.
-  static constexpr std::array<U64Field<PidStatus>, 9> kFields{{
+  static constexpr std::array<KeyField<PidStatus>, 9> kFields{{
       {"VmSize", &PidStatus::vm_size, false},
       {"VmRSS", &PidStatus::vm_rss, false},
       {"VmHWM", &PidStatus::vm_hwm, false},
@@ -169,14 +109,14 @@ Result<PidStatus> parse_pid_status(std::string_view text) {
       {"nonvoluntary_ctxt_switches", &PidStatus::nonvoluntary_ctxt_switches, false},
   }};
   PidStatus st;
-  if (Status s = parse_key_values(text, kFile, kFields, st); !s) return s.error();
+  if (Status s = parse_key_values(text, {kFile}, kFields, st); !s) return s.error();
 
   // Name is text and the ids are signed ints, so they do not fit the u64 table above.
   bool have_name = false, have_tgid = false, have_pid = false, have_ppid = false;
   std::optional<Error> err;
   for_each_line(text, [&](std::string_view line) {
     std::string_view key, rest;
-    if (err || !split_key(line, key, rest)) return;
+    if (err || !split_key(line, ':', key, rest)) return;
     if (key == "Name") {
       // The kernel separates with one tab; stripping only that keeps a name's own spaces.
       if (!rest.empty() && rest.front() == '\t') rest.remove_prefix(1);
@@ -203,7 +143,7 @@ Result<PidStatus> parse_pid_status(std::string_view text) {
     }
     std::optional<int64_t> v = parse_i64(trim(rest));
     if (!v || (target && (*v < 0 || *v > std::numeric_limits<int>::max()))) {
-      err = parse_error(kFile, "bad value for " + std::string(key) + ": '" + std::string(trim(rest)) + "'");
+      err = bad_value(kFile, key, trim(rest));
       return;
     }
     if (target) *target = static_cast<int>(*v);
@@ -225,7 +165,7 @@ Result<SmapsRollup> parse_smaps_rollup(std::string_view text) {
   // not a format problem.
   if (trim(text).empty()) return r;
   // Pss_Anon/File/Shmem appeared in 5.8; older kernels simply leave them at 0.
-  static constexpr std::array<U64Field<SmapsRollup>, 12> kFields{{
+  static constexpr std::array<KeyField<SmapsRollup>, 12> kFields{{
       {"Rss", &SmapsRollup::rss, true},
       {"Pss", &SmapsRollup::pss, true},
       {"Pss_Anon", &SmapsRollup::pss_anon, false},
@@ -239,13 +179,13 @@ Result<SmapsRollup> parse_smaps_rollup(std::string_view text) {
       {"Swap", &SmapsRollup::swap, false},
       {"SwapPss", &SmapsRollup::swap_pss, false},
   }};
-  if (Status s = parse_key_values(text, kFile, kFields, r); !s) return s.error();
+  if (Status s = parse_key_values(text, {kFile}, kFields, r); !s) return s.error();
   return r;
 }
 
 Result<PidIo> parse_pid_io(std::string_view text) {
   // The kernel prints all seven lines together, so a missing one means we misread the file.
-  static constexpr std::array<U64Field<PidIo>, 7> kFields{{
+  static constexpr std::array<KeyField<PidIo>, 7> kFields{{
       {"rchar", &PidIo::rchar, true},
       {"wchar", &PidIo::wchar, true},
       {"syscr", &PidIo::syscr, true},
@@ -255,7 +195,7 @@ Result<PidIo> parse_pid_io(std::string_view text) {
       {"cancelled_write_bytes", &PidIo::cancelled_write_bytes, true},
   }};
   PidIo io;
-  if (Status s = parse_key_values(text, "/proc/PID/io", kFields, io); !s) return s.error();
+  if (Status s = parse_key_values(text, {"/proc/PID/io"}, kFields, io); !s) return s.error();
   return io;
 }
 

@@ -6,29 +6,10 @@
 #include <limits>
 
 #include "core/text.h"
+#include "sources/files/key_value.h"
 
 namespace pm::procfs {
 namespace {
-
-Error parse_error(std::string_view file, std::string_view what) {
-  return make_error(Errc::kParse, std::string(file) + ": " + std::string(what));
-}
-
-Error bad_value(std::string_view file, std::string_view key, std::string_view value) {
-  return parse_error(file, "bad value for " + std::string(key) + ": '" + std::string(value) + "'");
-}
-
-// "N" or "N kB"; kB becomes bytes. Another unit or trailing junk is rejected so that a format
-// change surfaces as an error instead of a silently wrong number.
-std::optional<uint64_t> parse_size(std::string_view rest) {
-  std::string_view num = next_field(rest);
-  std::string_view unit = next_field(rest);
-  std::optional<uint64_t> v = parse_u64(num);
-  if (!v || !next_field(rest).empty()) return std::nullopt;
-  if (unit.empty()) return v;
-  if (unit != "kB" || *v > std::numeric_limits<uint64_t>::max() / 1024) return std::nullopt;
-  return *v * 1024;
-}
 
 // /proc/stat "cpu" or "cpuN" line (label already split off). Kernels before 2.6.33 print fewer
 // columns, so only user..idle are required; missing trailing columns stay 0.
@@ -56,14 +37,11 @@ Result<CpuTimes> parse_cpu_line(std::string_view label, std::string_view rest) {
 
 // Shared by /proc/meminfo and nodeN/meminfo; `node` strips the "Node N " prefix first.
 Result<MemInfo> parse_meminfo_impl(std::string_view text, bool node) {
-  const std::string_view file = node ? "nodeN/meminfo" : "/proc/meminfo";
-  struct Field {
-    std::string_view key;
-    uint64_t MemInfo::*member;
-  };
-  static constexpr std::array<Field, 17> kFields{{
-      {"MemTotal", &MemInfo::mem_total},
-      {"MemFree", &MemInfo::mem_free},
+  static constexpr std::array<KeyField<MemInfo>, 19> kFields{{
+      {"MemTotal", &MemInfo::mem_total, true},
+      {"MemFree", &MemInfo::mem_free, true},
+      {"MemAvailable", &MemInfo::mem_available},
+      {"MemUsed", &MemInfo::mem_used},
       {"Buffers", &MemInfo::buffers},
       {"Cached", &MemInfo::cached},
       {"SwapCached", &MemInfo::swap_cached},
@@ -81,44 +59,8 @@ Result<MemInfo> parse_meminfo_impl(std::string_view text, bool node) {
       {"FilePages", &MemInfo::file_pages},
   }};
   MemInfo m;
-  bool have_total = false, have_free = false;
-  std::optional<Error> err;
-  for_each_line(text, [&](std::string_view line) {
-    if (err) return;
-    if (node) {
-      std::string_view rest = line;
-      if (next_field(rest) != "Node" || !parse_u64(next_field(rest))) return;
-      line = trim(rest);
-    }
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos) return;
-    std::string_view key = line.substr(0, colon);
-    std::string_view rest = line.substr(colon + 1);
-    std::optional<uint64_t>* opt = nullptr;
-    uint64_t* dst = nullptr;
-    if (key == "MemAvailable") {
-      opt = &m.mem_available;
-    } else if (key == "MemUsed") {
-      opt = &m.mem_used;
-    } else {
-      for (const Field& f : kFields) {
-        if (f.key == key) dst = &(m.*f.member);
-      }
-    }
-    if (!opt && !dst) return;  // the kernel keeps adding keys; the rest are not ours to judge
-    std::optional<uint64_t> v = parse_size(rest);
-    if (!v) {
-      err = bad_value(file, key, trim(rest));
-      return;
-    }
-    if (opt) *opt = *v;
-    if (dst) *dst = *v;
-    have_total = have_total || key == "MemTotal";
-    have_free = have_free || key == "MemFree";
-  });
-  if (err) return *err;
-  if (!have_total) return parse_error(file, "missing MemTotal");
-  if (!have_free) return parse_error(file, "missing MemFree");
+  KeyValueFormat format{node ? "nodeN/meminfo" : "/proc/meminfo", ':', node ? "Node" : ""};
+  if (Status s = parse_key_values(text, format, kFields, m); !s) return s.error();
   return m;
 }
 
@@ -212,42 +154,16 @@ Result<MemInfo> parse_meminfo(std::string_view text) { return parse_meminfo_impl
 Result<MemInfo> parse_node_meminfo(std::string_view text) { return parse_meminfo_impl(text, true); }
 
 Result<VmStat> parse_vmstat(std::string_view text) {
-  constexpr std::string_view kFile = "/proc/vmstat";
-  struct Field {
-    std::string_view key;
-    uint64_t VmStat::*member;
-  };
-  static constexpr std::array<Field, 7> kFields{{{"pgfault", &VmStat::pgfault},
-                                                 {"pgmajfault", &VmStat::pgmajfault},
-                                                 {"pswpin", &VmStat::pswpin},
-                                                 {"pswpout", &VmStat::pswpout},
-                                                 {"pgpgin", &VmStat::pgpgin},
-                                                 {"pgpgout", &VmStat::pgpgout},
-                                                 {"oom_kill", &VmStat::oom_kill}}};
-  VmStat vm;
-  bool have_pgfault = false, have_pgmajfault = false;
-  std::optional<Error> err;
-  for_each_line(text, [&](std::string_view line) {
-    if (err) return;
-    std::string_view rest = line;
-    std::string_view key = next_field(rest);
-    for (const Field& f : kFields) {
-      if (f.key != key) continue;
-      std::string_view val = next_field(rest);
-      std::optional<uint64_t> v = parse_u64(val);
-      if (!v) {
-        err = bad_value(kFile, key, val);
-        return;
-      }
-      vm.*f.member = *v;
-      have_pgfault = have_pgfault || key == "pgfault";
-      have_pgmajfault = have_pgmajfault || key == "pgmajfault";
-    }
-  });
-  if (err) return *err;
   // oom_kill (4.13+) and the swap counters may be absent; the fault counters never are.
-  if (!have_pgfault) return parse_error(kFile, "missing pgfault");
-  if (!have_pgmajfault) return parse_error(kFile, "missing pgmajfault");
+  static constexpr std::array<KeyField<VmStat>, 7> kFields{{{"pgfault", &VmStat::pgfault, true},
+                                                             {"pgmajfault", &VmStat::pgmajfault, true},
+                                                             {"pswpin", &VmStat::pswpin},
+                                                             {"pswpout", &VmStat::pswpout},
+                                                             {"pgpgin", &VmStat::pgpgin},
+                                                             {"pgpgout", &VmStat::pgpgout},
+                                                             {"oom_kill", &VmStat::oom_kill}}};
+  VmStat vm;
+  if (Status s = parse_key_values(text, {"/proc/vmstat", ' '}, kFields, vm); !s) return s.error();
   return vm;
 }
 
