@@ -29,6 +29,12 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 // Set before load: the system-wide figures (the scheduler source). Off when the object is
 // loaded only to follow a tree: the hooks then do the tree's work alone.
 const volatile bool count_system = true;
+// Every task's figures (the top lists): the last switch of any task is captured per process, and
+// the all_tasks iterator reads the live ones.
+const volatile bool track_all = false;
+// Run-queue latency per cgroup (user space adds deeper cgroups to their ancestor at this depth of
+// the v2 hierarchy; 0: off). Typed programs only (cgroup storage).
+const volatile __u32 cgroup_depth = 0;
 
 // While user space seeds the tree: the iterator marks every task of these processes, and the
 // fork hook the children they fork meanwhile. Written by user space (.bss).
@@ -57,6 +63,44 @@ struct {
   __type(key, __u32);
   __type(value, struct pm_tree_stats);
 } tree SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, PM_MAX_EXITED);
+  __type(key, struct pm_process_key);
+  __type(value, struct pm_exited);
+} exited SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_CGRP_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct pm_cgroup_slot);
+} cgroup_slots SEC(".maps");
+
+// Slot -> cgroup id, written once when a cgroup gets its slot (slot 0 unused).
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, PM_MAX_CGROUP_SLOTS + 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} slot_cgroups SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, PM_MAX_CGROUP_SLOTS + 1);
+  __type(key, __u32);
+  __type(value, struct pm_cgroup_runq);
+} cgroup_runq SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct pm_top_losses);
+} top_losses SEC(".maps");
+
+__u32 next_slot = 0;  // slots handed out so far
 
 static __always_inline struct pm_tree_stats *tree_stats(void) {
   __u32 zero = 0;
@@ -121,6 +165,63 @@ static __always_inline void capture(struct task_struct *t) {
   if (peak > s->totals.exited_peak_rss_pages) s->totals.exited_peak_rss_pages = peak;
 }
 
+static __always_inline struct pm_top_losses *top_losses_here(void) {
+  __u32 zero = 0;
+  return bpf_map_lookup_elem(&top_losses, &zero);
+}
+
+// Any task's last switch (track_all): its final figures go to its process's entry, which user
+// space takes once an interval. Threads of one process may die at once on several CPUs: atomic
+// adds.
+static __always_inline void capture_any(struct task_struct *t) {
+  struct pm_process_key key = {.tgid = t->tgid, .leader_start_ns = t->group_leader->start_time};
+  struct pm_exited *e = bpf_map_lookup_elem(&exited, &key);
+  if (!e) {
+    struct pm_exited zero = {};
+    bpf_map_update_elem(&exited, &key, &zero, BPF_NOEXIST);
+    e = bpf_map_lookup_elem(&exited, &key);
+    if (!e) {
+      struct pm_top_losses *l = top_losses_here();
+      if (l) l->exits_dropped++;
+      return;
+    }
+  }
+  struct pm_member none = {};
+  __u64 fig[PM_T_FIGURES];
+  task_figures(t, &none, bpf_ktime_get_ns(), true, fig);
+  for (int i = 0; i < PM_T_FIGURES; ++i) __sync_fetch_and_add(&e->fig[i], fig[i]);
+  __sync_fetch_and_add(&e->tasks, 1);
+  __u64 peak = signal_maxrss(t);
+  if (peak > e->peak_rss_pages) e->peak_rss_pages = peak;
+  e->cgroup_id = t->cgroups->dfl_cgrp->kn->id;
+  if (t->pid == t->tgid) {
+    e->leader_dead = 1;
+    __builtin_memcpy(e->comm, t->comm, sizeof e->comm);
+  } else if (!e->comm[0]) {
+    __builtin_memcpy(e->comm, t->group_leader->comm, sizeof e->comm);
+  }
+}
+
+// The slot of a task's own cgroup, given on the first switch-in seen of that cgroup. User space
+// adds a deeper cgroup's histogram to its ancestor at the depth limit.
+static __always_inline __u32 cgroup_slot_of(struct task_struct *t) {
+  struct cgroup *cg = t->cgroups->dfl_cgrp;
+  if (!cg) return 0;
+  struct pm_cgroup_slot *s = bpf_cgrp_storage_get(&cgroup_slots, cg, 0, 0);
+  if (s) return s->slot;
+  s = bpf_cgrp_storage_get(&cgroup_slots, cg, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!s) return 0;
+  __u32 slot = __sync_fetch_and_add(&next_slot, 1) + 1;
+  if (slot > PM_MAX_CGROUP_SLOTS) {
+    s->slot = 0;
+    return 0;
+  }
+  __u64 id = BPF_CORE_READ(cg, kn, id);
+  bpf_map_update_elem(&slot_cgroups, &slot, &id, BPF_ANY);
+  s->slot = slot;
+  return slot;
+}
+
 static __always_inline int on_wakeup(struct task_struct *p) {
   __u32 zero = 0;
   if (count_system) {
@@ -162,7 +263,10 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
       else c->voluntary++;
     }
   }
-  if (track_tree && (prev_state & PM_TASK_DEAD)) capture(prev);
+  if (prev_state & PM_TASK_DEAD) {
+    if (track_tree) capture(prev);
+    if (track_all) capture_any(prev);
+  }
 
   if (next_is_idle || !next_queued || rq_clock < next_queued) return 0;  // the idle task never queues
   __u64 wait = rq_clock - next_queued;
@@ -178,6 +282,20 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
       s->runq_ns += wait;
       s->runq_count++;
       s->runq_hist[b]++;
+    }
+  }
+  if (cgroup_depth) {
+    __u32 slot = cgroup_slot_of(next);
+    if (slot == 0) {
+      struct pm_top_losses *l = top_losses_here();
+      if (l) l->cgroups_over++;
+      return 0;
+    }
+    struct pm_cgroup_runq *r = bpf_map_lookup_elem(&cgroup_runq, &slot);
+    if (r) {
+      r->count++;
+      r->ns += wait;
+      r->hist[b]++;
     }
   }
   return 0;
@@ -272,6 +390,37 @@ int tree_tasks(struct bpf_iter__task *ctx) {
   }
   rec.peak_rss_pages = peak;
   rec.cgroup_id = t->cgroups->dfl_cgrp->kn->id;
+  rec.leader_start_ns = t->group_leader->start_time;
+  __builtin_memcpy(rec.comm, t->comm, sizeof rec.comm);
+  bpf_seq_write(ctx->meta->seq, &rec, sizeof rec);
+  return 0;
+}
+
+// Every live task, for the top lists (track_all). Blocked time needs the task's wakeups to be
+// exact while it is runnable (tree members have them); here a runnable task says so, and user
+// space keeps its blocked time from when it last slept.
+SEC("iter/task")
+int top_tasks(struct bpf_iter__task *ctx) {
+  struct task_struct *t = ctx->task;
+  if (!t || !track_all) return 0;
+  struct pm_task rec = {};
+  rec.pid = t->pid;
+  rec.tgid = t->tgid;
+  rec.ppid = t->real_parent->tgid;
+  rec.start_ns = t->start_time;
+  struct pm_member none = {};
+  task_figures(t, &none, bpf_ktime_get_ns(), false, rec.fig);
+  if (t->on_rq) rec.flags |= PM_TASK_RUNNABLE;
+  if (t->flags & PF_KTHREAD) rec.flags |= PM_TASK_KTHREAD;
+  struct mm_struct *mm = t->mm;
+  if (mm && !(t->flags & PF_KTHREAD)) {
+    rec.flags |= PM_TASK_HAS_MM;
+    for (int k = 0; k < PM_RSS_KINDS; ++k) rec.rss_pages[k] = mm_counter(mm, k);
+    rec.vm_pages = mm->total_vm;
+    rec.peak_rss_pages = mm->hiwater_rss;
+  }
+  rec.cgroup_id = t->cgroups->dfl_cgrp->kn->id;
+  rec.leader_start_ns = t->group_leader->start_time;
   __builtin_memcpy(rec.comm, t->comm, sizeof rec.comm);
   bpf_seq_write(ctx->meta->seq, &rec, sizeof rec);
   return 0;

@@ -32,4 +32,17 @@ struct pm_tree_stats {
   struct pm_tree_totals totals;
 };
 
+/* Run-queue latency of one cgroup (by slot, tree.h), per CPU. */
+struct pm_cgroup_runq {
+  __u64 count;
+  __u64 ns;
+  __u64 hist[PM_RUNQ_BUCKETS];
+};
+
+/* What the system-wide capture could not keep. */
+struct pm_top_losses {
+  __u64 exits_dropped;  /* a dying task's process had no room in the exited map */
+  __u64 cgroups_over;   /* switch-ins of cgroups beyond PM_MAX_CGROUP_SLOTS */
+};
+
 #endif

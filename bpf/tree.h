@@ -48,9 +48,12 @@ struct pm_task {
   __u64 peak_rss_pages;  /* the largest RSS the process has had: its mm's high-water mark, and
                             that of the programs it ran before exec (signal->maxrss) */
   __u64 cgroup_id;       /* cgroup v2 id */
+  __u64 leader_start_ns; /* its process's start: with tgid, a process's identity (PIDs are reused) */
   char comm[16];
 };
 #define PM_TASK_HAS_MM 1
+#define PM_TASK_RUNNABLE 2   /* on a run queue now: its blocked time is as of its last sleep */
+#define PM_TASK_KTHREAD 4
 
 /* The tree's events and the final figures of its tasks that died, per CPU (user space sums the
  * CPUs; the peak is a maximum). */
@@ -61,6 +64,32 @@ struct pm_tree_totals {
   __u64 tasks_exited;    /* tasks whose final figures are in `exited` */
   __u64 exited[PM_T_FIGURES];
   __u64 exited_peak_rss_pages;
+};
+
+/* System-wide (the top lists): the final figures of the tasks that died, per process, until user
+ * space takes them (lookup-and-delete, once an interval). */
+#define PM_MAX_EXITED 16384
+struct pm_process_key {
+  __u32 tgid;
+  __u32 pad;
+  __u64 leader_start_ns;
+};
+struct pm_exited {
+  __u64 fig[PM_T_FIGURES];  /* summed over its tasks that died */
+  __u64 tasks;
+  __u64 cgroup_id;
+  __u64 peak_rss_pages;
+  __u32 leader_dead;        /* its main thread died: the process is over once its threads are */
+  __u32 pad;
+  char comm[16];
+};
+
+/* Run-queue latency per cgroup (at most PM_MAX_CGROUP_SLOTS cgroups at the configured depth): a
+ * slot per cgroup, in the cgroup's own storage; per CPU histograms indexed by slot. */
+#define PM_MAX_CGROUP_SLOTS 1024
+struct pm_cgroup_slot {
+  __u32 slot; /* 1-based: 0 means none (all slots taken) */
+  __u32 pad;
 };
 
 #endif

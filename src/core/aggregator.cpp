@@ -135,7 +135,7 @@ IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {
   rec.seconds = std::chrono::duration<double>(now - last_close_).count();
   rec.values.reserve(series_.size());
   for (Series& s : series_) {
-    if (!s.observed) continue;
+    if (!s.observed || (s.desc->transient && !s.iv_seen)) continue;
     IntervalValue v{s.desc, &s.labels};
     switch (s.desc->kind) {
       case MetricKind::kCounter:

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
 #include "core/metric.h"
+#include "core/top.h"
 
 namespace pm {
 
@@ -35,6 +37,7 @@ struct IntervalRecord {
   WallClock::time_point timestamp;
   double seconds = 0;  // length of the interval
   std::vector<IntervalValue> values;
+  std::shared_ptr<const TopRecord> top;  // the busiest processes and cgroups (live mode), if any
 };
 
 struct SummaryValue {

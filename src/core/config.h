@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/top.h"
 #include "core/clock.h"
 
 namespace pm {
@@ -49,6 +50,13 @@ struct Config {
   // [prometheus] listen / --prometheus: serve /metrics there while monitoring (empty: not served).
   std::string prometheus_listen;
   std::vector<ProbeSpec> probes;
+  // [top]: who is using the machine (live mode): the busiest processes and cgroups per interval.
+  int top_count = 10;            // rows per list (--top N); 0: off, nothing loaded for it
+  TopSort top_sort = TopSort::kCpu;  // --sort
+  int cgroup_depth = 2;          // --cgroup-depth: deeper cgroups count for their ancestor there
+  bool top_threads = false;      // --threads: a list of threads too
+  std::string prometheus_processes;  // --prometheus-processes REGEX: per-group series for these
+  int max_series = 1000;         // --max-series: cgroup and process-group rows exported at most
 };
 
 // Applies a TOML document to `config`. `origin` names the file in error messages.

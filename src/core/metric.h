@@ -28,6 +28,9 @@ struct MetricDesc {
   std::string_view summary_key = {};
   // Histograms: the upper bound of bucket i is bucket_base * 2^i, in the metric's unit.
   double bucket_base = 0;
+  // Series of things that come and go (a cgroup, a process group): an interval in which a series
+  // was not read leaves it out (Prometheus then drops it), instead of repeating its last value.
+  bool transient = false;
 };
 
 // Label pairs in a fixed order chosen by the source (e.g. cpu, then mode).

@@ -15,6 +15,10 @@
 #include "core/span.h"
 
 namespace pm {
+struct IntervalRecord;
+}
+
+namespace pm {
 
 // A source that could not start, with the reason shown to the user once.
 struct Unavailable {
@@ -48,6 +52,9 @@ class Source {
   // Once, before the last reading: stop producing, hand on what is left.
   virtual void finish() {}
   virtual void report(EndReport& /*r*/) const {}
+  // Adds what the source knows of the interval that is not a metric (the top lists) to the
+  // interval's record, once it is closed.
+  virtual void annotate(IntervalRecord& /*rec*/) {}
 };
 
 }  // namespace pm

@@ -11,6 +11,7 @@
 #include "sources/kernel/scheduler_source.h"
 #include "sources/probes/probe_source.h"
 #include "sources/probes/symbols.h"
+#include "sources/top/top_source.h"
 #include "sources/tree/kernel_tree.h"
 #include "sources/tree/proc_tree.h"
 
@@ -22,7 +23,9 @@ Result<std::shared_ptr<SchedObject>> SourceContext::sched() {
   if (!sched_tried_) {
     sched_tried_ = true;
     bool follow = target.mode() != Mode::kSystem;
-    auto loaded = SchedObject::load({config.scheduler_enabled, follow, config.scheduler_hist_unit_ns});
+    bool top = !follow && config.top_count > 0;
+    auto loaded = SchedObject::load({config.scheduler_enabled, follow, config.scheduler_hist_unit_ns, top,
+                                     top ? static_cast<uint32_t>(config.cgroup_depth) : 0});
     if (loaded) {
       sched_ = std::move(*loaded);
     } else {
@@ -170,6 +173,22 @@ Result<std::string> check_probes(SourceContext& /*ctx*/) {
   return std::string("uprobes and USDT can be attached");
 }
 
+// Who is using the machine: live mode, where it is on (--top N, N > 0).
+Made make_top(SourceContext& ctx) {
+  if (ctx.target.mode() != Mode::kSystem) return std::unique_ptr<Source>();
+  auto sched = ctx.sched();
+  if (!sched) return sched.error();
+  const Config& c = ctx.config;
+  TopOptions o;
+  o.count = c.top_count;
+  o.sort = c.top_sort;
+  o.cgroup_depth = c.cgroup_depth;
+  o.threads = c.top_threads;
+  o.max_series = c.max_series;
+  if (!c.prometheus_processes.empty()) o.process_groups.emplace(c.prometheus_processes);
+  return up(TopSource::create(*sched, std::move(o)));
+}
+
 const SourceEntry kSources[] = {
     {"process_tree",
      "family process_tree (run/attach): CPU, on-CPU/run-queue/blocked time, faults, I/O, switches, memory of the "
@@ -196,6 +215,9 @@ const SourceEntry kSources[] = {
      Rhythm::kInterval, [](const Config& c) { return c.scheduler_enabled; }, make_scheduler},
     {"block_io", "family block_io (eBPF): bio bytes, request latency and queue depth per device; a tree's bytes",
      Rhythm::kInterval, [](const Config& c) { return c.block_io_enabled; }, make_block},
+    {"top", "the busiest processes and cgroups per interval (live mode): CPU, run-queue wait, blocked time, I/O, "
+            "faults, switches, RSS, from every task's kernel counters (eBPF); families cgroup and process_group",
+     Rhythm::kInterval, [](const Config& c) { return c.top_count > 0; }, make_top},
     {"probe", "family probe (eBPF uprobes, USDT): --probe BINARY:FUNCTION[:argN]; requests marked with "
               "perf-monitor/annotate.h",
      Rhythm::kInterval, always, make_probes, check_probes},

@@ -15,36 +15,12 @@
 #include <sstream>
 #include <thread>
 
+#include "core/cgroup.h"
 #include "core/file_reader.h"
 #include "core/text.h"
 
 namespace pm {
 namespace {
-
-// Where the unified (v2) hierarchy is mounted, from /proc/self/mountinfo; empty when nowhere.
-std::string unified_mount() {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    // ... MOUNT_POINT OPTIONS - FSTYPE SOURCE SUPER_OPTIONS
-    auto dash = line.find(" - ");
-    if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0) continue;
-    std::istringstream fields(line.substr(0, dash));
-    std::string id, parent, dev, root, mount;
-    if (fields >> id >> parent >> dev >> root >> mount) return mount;
-  }
-  return {};
-}
-
-// perf-monitor's own cgroup on the unified hierarchy ("0::/path" in /proc/self/cgroup).
-std::string own_cgroup() {
-  std::ifstream in("/proc/self/cgroup");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("0::", 0) == 0) return line.substr(3);
-  }
-  return {};
-}
 
 bool write_file(const std::string& path, std::string_view text) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -96,7 +72,7 @@ void remove_when_empty(const std::string& dir) {
 }  // namespace
 
 Result<RunCgroup> RunCgroup::create() {
-  std::string mount = unified_mount(), own = own_cgroup();
+  std::string mount = unified_mount(), own = cgroup_of(0);
   if (mount.empty() || own.empty()) {
     return make_error(Errc::kUnavailable, "no cgroup v2 (unified) hierarchy is mounted");
   }

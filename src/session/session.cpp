@@ -188,7 +188,9 @@ class Session {
     if (tree_in_step_) read(Rhythm::kTree);
     if (counters_in_step_) read(Rhythm::kCounters);
     if (prom_ != nullptr) prom_->session(status());
-    sink_->interval(agg_.close_interval(MonoClock::now()));
+    IntervalRecord rec = agg_.close_interval(MonoClock::now());
+    for (auto& src : sources_) src->annotate(rec);
+    sink_->interval(rec);
     check_output();
   }
 

@@ -63,6 +63,58 @@ void place(Json& root, const MetricDesc& d, const Labels& labels, Json value) {
   *node = std::move(value);
 }
 
+// A process's, thread's or cgroup's share of the interval; a figure not known is left out.
+Json top_figures(const TopFigures& f, double seconds) {
+  Json j{{"cpu_user_s", number(f.user_s)},
+         {"cpu_system_s", number(f.system_s)},
+         {"cpu_percent", number(seconds > 0 ? 100 * f.cpu_s() / seconds : 0)},
+         {"runq_s", number(f.runq_s)},
+         {"blocked_s", number(f.blocked_s)},
+         {"io_read_bytes", number(f.read_bytes)},
+         {"io_write_bytes", number(f.write_bytes)},
+         {"page_faults", number(f.faults)},
+         {"context_switches", number(f.switches)}};
+  if (f.rss_bytes) j["rss_bytes"] = number(*f.rss_bytes);
+  return j;
+}
+
+// The top lists: `processes`, `cgroups` (and `threads`), busiest first by `sort`.
+void add_top(Json& top, const TopRecord& t) {
+  top["sort"] = to_string(t.sort);
+  auto rows = [&](const std::vector<TopProcess>& list) {
+    Json a = Json::array();
+    for (const TopProcess& p : list) {
+      Json r{{"pid", p.pid}, {"comm", p.comm}};
+      if (p.tid != 0) r["tid"] = p.tid;
+      if (!p.cgroup.empty()) r["cgroup"] = p.cgroup;
+      if (p.exited) r["exited"] = true;
+      if (p.kernel) r["kernel_thread"] = true;
+      r.update(top_figures(p.f, t.seconds));
+      a.push_back(std::move(r));
+    }
+    return a;
+  };
+  top["processes"] = rows(t.processes);
+  if (!t.threads.empty()) top["threads"] = rows(t.threads);
+  Json cg = Json::array();
+  for (const TopCgroup& c : t.cgroups) {
+    Json r{{"cgroup", c.path}, {"with_descendants", c.with_descendants}, {"processes", c.processes}};
+    r.update(top_figures(c.f, t.seconds));
+    auto opt = [&](const char* key, const std::optional<double>& v) {
+      if (v) r[key] = number(*v);
+    };
+    opt("cpu_stat_s", c.cpu_stat_s);
+    opt("cpu_pressure_percent", c.cpu_pressure_pct);
+    opt("io_pressure_percent", c.io_pressure_pct);
+    opt("memory_pressure_percent", c.memory_pressure_pct);
+    opt("runq_p50_s", c.runq_p50_s);
+    opt("runq_p99_s", c.runq_p99_s);
+    cg.push_back(std::move(r));
+  }
+  top["cgroups"] = std::move(cg);
+  top["processes_active"] = t.processes_seen;
+}
+
 class JsonSink final : public Sink {
  public:
   explicit JsonSink(Output& out) : out_(out) {}
@@ -93,6 +145,7 @@ class JsonSink final : public Sink {
       Json value = v.desc->kind == MetricKind::kHistogram ? histogram(v) : number(v.value);
       place(j, *v.desc, *v.labels, std::move(value));
     }
+    if (rec.top) add_top(j["top"], *rec.top);
     emit(j);
   }
 

@@ -17,7 +17,7 @@ for arch in x86 arm64; do
   [ "$arch" = arm64 ] && extra="-DPM_CROSS_ARCH_REGS -I$src/bpf/arch/arm64"
   for prog in scheduler block probe floor; do
     # shellcheck disable=SC2086
-    clang -target bpf -g -O2 -Wall -Werror -D__TARGET_ARCH_$arch $extra $multiarch -I"$vmlinux" -I"$src/bpf" \
+    clang -target bpf -mcpu=v3 -g -O2 -Wall -Werror -D__TARGET_ARCH_$arch $extra $multiarch -I"$vmlinux" -I"$src/bpf" \
       -c "$src/bpf/$prog.bpf.c" -o "$out/$prog.$arch.o"
     bpftool gen skeleton "$out/$prog.$arch.o" name "${prog}_bpf" > "$out/$prog.$arch.skel.h"
     echo "$arch: $prog.bpf.o and its skeleton ($(wc -c < "$out/$prog.$arch.o") bytes)"

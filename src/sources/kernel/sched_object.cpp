@@ -24,6 +24,7 @@ struct SchedObject::Impl {
   SkeletonPtr<scheduler_bpf> skel{nullptr, scheduler_bpf::destroy};
   bool btf = true;
   bool tree = false;
+  bool all = false;
   std::vector<char> bytes;  // the iterator's output, reused
 };
 
@@ -36,11 +37,14 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const SchedObjectOptions&
   target.track_tree = options.track_tree;
   target.hist_unit_ns = options.hist_unit_ns;
   target.count_system = options.count_system;
+  target.track_all = options.track_all;
+  target.cgroup_depth = options.cgroup_depth;
   auto loaded = load_skeleton<scheduler_bpf>("scheduler", target);
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
   impl->btf = loaded->btf;
   impl->tree = loaded->tree;
+  impl->all = options.track_all && loaded->btf;
   return std::make_shared<SchedObject>(std::move(impl));
 }
 
@@ -106,6 +110,70 @@ Status SchedObject::read_live(std::vector<pm_task>& out) {
   const auto* first = reinterpret_cast<const pm_task*>(m.bytes.data());  // NOLINT: records as written
   out.assign(first, first + n);
   return {};
+}
+
+bool SchedObject::tracks_all() const { return impl_->all; }
+
+Status SchedObject::read_all(std::vector<pm_task>& out) {
+  Impl& m = *impl_;
+  out.clear();
+  if (!m.all) return {};
+  size_t size = 0;
+  if (auto st = run_iterator(m.skel->links.top_tasks, m.bytes, size); !st) return st;
+  const auto* first = reinterpret_cast<const pm_task*>(m.bytes.data());  // NOLINT: records as written
+  out.assign(first, first + size / sizeof(pm_task));
+  return {};
+}
+
+void SchedObject::take_exited(std::vector<std::pair<pm_process_key, pm_exited>>& out) {
+  out.clear();
+  if (!impl_->all) return;
+  int fd = bpf_map__fd(impl_->skel->maps.exited);
+  // Keys first, then each taken atomically: a death meanwhile makes a new entry, for next time.
+  std::vector<pm_process_key> keys;
+  pm_process_key key{}, next{};
+  const pm_process_key* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    keys.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  for (pm_process_key& k : keys) {
+    pm_exited e{};
+    if (bpf_map_lookup_and_delete_elem(fd, &k, &e) == 0) out.emplace_back(k, e);
+  }
+}
+
+void SchedObject::read_cgroup_runq(std::vector<CgroupRunq>& out) const {
+  out.clear();
+  const Impl& m = *impl_;
+  __u32 slots = std::min<__u32>(m.skel->bss->next_slot, PM_MAX_CGROUP_SLOTS);
+  std::vector<pm_cgroup_runq> per_cpu(static_cast<size_t>(libbpf_num_possible_cpus()));
+  for (__u32 slot = 1; slot <= slots; ++slot) {
+    __u64 id = 0;
+    if (bpf_map_lookup_elem(bpf_map__fd(m.skel->maps.slot_cgroups), &slot, &id) != 0 || id == 0) continue;
+    if (bpf_map_lookup_elem(bpf_map__fd(m.skel->maps.cgroup_runq), &slot, per_cpu.data()) != 0) continue;
+    CgroupRunq r;
+    r.cgroup_id = id;
+    r.hist.assign(PM_RUNQ_BUCKETS, 0);
+    for (const pm_cgroup_runq& c : per_cpu) {
+      r.count += c.count;
+      r.ns += c.ns;
+      for (size_t b = 0; b < PM_RUNQ_BUCKETS; ++b) r.hist[b] += c.hist[b];
+    }
+    out.push_back(std::move(r));
+  }
+}
+
+std::pair<uint64_t, uint64_t> SchedObject::top_losses() const {
+  std::vector<pm_top_losses> per_cpu;
+  std::pair<uint64_t, uint64_t> sum{0, 0};
+  if (!read_per_cpu(bpf_map__fd(impl_->skel->maps.top_losses), per_cpu)) return sum;
+  for (const pm_top_losses& l : per_cpu) {
+    sum.first += l.exits_dropped;
+    sum.second += l.cgroups_over;
+  }
+  return sum;
 }
 
 bool SchedObject::read_counters(std::vector<pm_sched_counters>& per_cpu) const {

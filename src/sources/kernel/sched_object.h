@@ -16,6 +16,8 @@ struct bpf_object;
 struct pm_sched_counters;
 struct pm_tree_stats;
 struct pm_task;
+struct pm_process_key;
+struct pm_exited;
 
 namespace pm {
 
@@ -23,6 +25,15 @@ struct SchedObjectOptions {
   bool count_system = true;      // the scheduler source's system-wide figures
   bool track_tree = false;       // follow a target tree (needs tp_btf)
   uint64_t hist_unit_ns = 1000;  // run-queue histogram unit
+  bool track_all = false;        // every task's figures, for the top lists (needs tp_btf)
+  uint32_t cgroup_depth = 0;     // run-queue latency per cgroup at this depth (0: off; tp_btf)
+};
+
+// One cgroup's run-queue latency, summed over the CPUs (log2 buckets in the histogram unit).
+struct CgroupRunq {
+  uint64_t cgroup_id = 0;
+  uint64_t count = 0, ns = 0;
+  std::vector<uint64_t> hist;
 };
 
 class SchedObject {
@@ -44,6 +55,16 @@ class SchedObject {
   Result<size_t> seed(const std::vector<int>& tgids);
   // The live members, one record per task, read through the task iterator.
   Status read_live(std::vector<pm_task>& out);
+  // Every live task (track_all), one record each.
+  Status read_all(std::vector<pm_task>& out);
+  // The final figures of the processes whose tasks died since the last call, per process (taken:
+  // each death is handed over once).
+  void take_exited(std::vector<std::pair<pm_process_key, pm_exited>>& out);
+  // Run-queue latency per cgroup (cgroup_depth), running totals.
+  void read_cgroup_runq(std::vector<CgroupRunq>& out) const;
+  // Deaths that found no room in the exited map, and switch-ins of cgroups beyond the slots.
+  [[nodiscard]] std::pair<uint64_t, uint64_t> top_losses() const;
+  [[nodiscard]] bool tracks_all() const;
   // Per-CPU slots (sized to the possible CPUs).
   bool read_counters(std::vector<pm_sched_counters>& per_cpu) const;
   bool read_tree(std::vector<pm_tree_stats>& per_cpu) const;

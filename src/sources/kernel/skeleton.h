@@ -2,7 +2,7 @@
 // Loading a bpftool skeleton the way every kernel source here does: tp_btf programs where the
 // kernel has BTF, else the raw_tp twins (programs are named btf_* and raw_*, and autoload is
 // switched off for the pair not used; other programs are attached by their source). Programs
-// named tree_* serve only a followed tree, and are loaded only then. A tree is followed only by
+// named tree_* serve only a followed tree, and top_* only the top lists; each is loaded only then. A tree is followed only by
 // typed programs (task storage): where they cannot load, the raw_tp fallback runs without it.
 #pragma once
 
@@ -25,6 +25,8 @@ namespace pm {
 // What a kernel source is loaded for.
 struct TreeTarget {
   bool track_tree = false;       // follow the target tree (run, attach)
+  bool track_all = false;        // objects that can: every task (the top lists)
+  uint32_t cgroup_depth = 0;     // objects that can: run-queue latency per cgroup at this depth
   int members_fd = -1;           // the tree's membership map, when another object owns it
   uint64_t hist_unit_ns = 1000;  // latency histograms: bucket i below 2^i of these
   bool count_system = true;      // objects that can: the system-wide figures too
@@ -50,6 +52,9 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
   skel->rodata->track_tree = tree;
   skel->rodata->hist_unit_ns = target.hist_unit_ns;
   if constexpr (requires { skel->rodata->count_system; }) skel->rodata->count_system = target.count_system;
+  // Every task, and cgroup storage: typed programs only.
+  if constexpr (requires { skel->rodata->track_all; }) skel->rodata->track_all = target.track_all && btf;
+  if constexpr (requires { skel->rodata->cgroup_depth; }) skel->rodata->cgroup_depth = btf ? target.cgroup_depth : 0;
   // Objects that filter out perf-monitor's own threads in the kernel.
   if constexpr (requires { skel->rodata->self_tgid; }) skel->rodata->self_tgid = static_cast<__u32>(::getpid());
   bpf_program* prog = nullptr;
@@ -58,7 +63,8 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
     // Programs of neither family (uprobes, USDT) are attached by hand, and always loaded.
     bool twin = name.starts_with("btf_") || name.starts_with("raw_");
     bool family = !twin || name.substr(0, 4) == (btf ? "btf_" : "raw_");
-    bool needed = tree || !name.starts_with("tree_");  // nothing to follow: no tree hooks
+    bool needed = (tree || !name.starts_with("tree_")) &&  // nothing to follow: no tree hooks
+                  ((target.track_all && btf) || !name.starts_with("top_"));
     bpf_program__set_autoload(prog, family && needed);
   }
   if (tree && target.members_fd >= 0) {

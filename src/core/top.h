@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// Who is using the machine: the interval's busiest processes and cgroups (and threads), as the
+// top source ranks them. Not metrics (a row per process would be unbounded for Prometheus):
+// records beside the interval's, which sinks lay out as tables (text), arrays (JSON) or a
+// full-screen view (`perf-monitor top`).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pm {
+
+enum class TopSort { kCpu, kRunq, kBlocked, kIo, kFaults, kMemory };
+
+// One process's, thread's or cgroup's share of the interval.
+struct TopFigures {
+  double user_s = 0, system_s = 0;  // CPU time in the interval, by mode
+  double runq_s = 0;                // runnable, waiting for a CPU
+  double blocked_s = 0;             // neither running nor runnable
+  double read_bytes = 0, write_bytes = 0;  // storage I/O it caused
+  double faults = 0;                // minor + major
+  double switches = 0;              // voluntary + involuntary
+  std::optional<double> rss_bytes;  // now (absent: exited, or no memory of its own)
+  void add(const TopFigures& o);
+  [[nodiscard]] double cpu_s() const { return user_s + system_s; }
+  [[nodiscard]] double key(TopSort sort) const;
+};
+
+struct TopProcess {
+  int pid = 0;
+  int tid = 0;  // threads view: the thread; else 0
+  std::string comm;
+  std::string cgroup;  // its cgroup's path, as shown (cut at the depth limit)
+  bool exited = false;  // started or ended within the interval: its last figures
+  bool kernel = false;  // a kernel thread
+  TopFigures f;
+};
+
+struct TopCgroup {
+  std::string path;              // "/" for the root
+  bool with_descendants = false;  // at the depth limit: its descendants' processes count here
+  int processes = 0;              // with a task alive at the interval's end
+  TopFigures f;
+  // The cgroup's own files, where it has them (else absent, shown as n/a).
+  std::optional<double> cpu_stat_s;        // cpu.stat usage in the interval (descendants always in)
+  std::optional<double> cpu_pressure_pct;  // cpu.pressure some avg10
+  std::optional<double> io_pressure_pct;
+  std::optional<double> memory_pressure_pct;
+  std::optional<double> runq_p50_s, runq_p99_s;  // its tasks' run-queue latency (eBPF)
+};
+
+struct TopRecord {
+  double seconds = 0;  // the interval
+  TopSort sort = TopSort::kCpu;
+  std::vector<TopProcess> processes;  // the first N by the sort key
+  std::vector<TopProcess> threads;    // when asked for
+  std::vector<TopCgroup> cgroups;     // the first N
+  uint64_t processes_seen = 0;        // processes with any activity in the interval (all, not only N)
+  uint64_t exits_dropped = 0;         // deaths the kernel side had no room for (since the start)
+};
+
+const char* to_string(TopSort sort);
+std::optional<TopSort> parse_top_sort(std::string_view s);
+
+}  // namespace pm

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sources/top/cgroup_names.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+
+namespace pm {
+
+CgroupNames::CgroupNames(std::string mount) : mount_(std::move(mount)) { walk(); }
+
+void CgroupNames::walk() {
+  walked_ = std::chrono::steady_clock::now();
+  paths_.clear();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  struct stat st {};
+  if (::stat(mount_.c_str(), &st) == 0) paths_.emplace(st.st_ino, std::string(1, '/'));
+  for (fs::recursive_directory_iterator it(mount_, fs::directory_options::skip_permission_denied, ec), end;
+       it != end; it.increment(ec)) {
+    if (ec) break;
+    if (!it->is_directory(ec)) continue;
+    if (::stat(it->path().c_str(), &st) != 0) continue;
+    const std::string& full = it->path().native();
+    paths_[st.st_ino] = full.size() > mount_.size() ? std::string(full, mount_.size()) : std::string("/");
+  }
+}
+
+std::optional<std::string> CgroupNames::path(uint64_t id) {
+  auto it = paths_.find(id);
+  if (it != paths_.end()) return it->second;
+  if (std::chrono::steady_clock::now() - walked_ < std::chrono::seconds(1)) return std::nullopt;
+  walk();
+  it = paths_.find(id);
+  if (it != paths_.end()) return it->second;
+  return std::nullopt;
+}
+
+std::string cut_cgroup_path(const std::string& path, int depth) {
+  if (path.empty() || path == "/") return "/";
+  size_t at = 0;
+  for (int level = 0; level < depth; ++level) {
+    at = path.find('/', at + 1);
+    if (at == std::string::npos) return path;
+  }
+  return depth == 0 ? "/" : path.substr(0, at);
+}
+
+int cgroup_depth_of(const std::string& path) {
+  if (path.empty() || path == "/") return 0;
+  int depth = 0;
+  for (char c : path) depth += c == '/';
+  return depth;
+}
+
+}  // namespace pm

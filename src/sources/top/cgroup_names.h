@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// Cgroup ids (what the kernel side reports) to paths in the v2 hierarchy, by walking it: on v2 a
+// cgroup's id is its directory's inode. Walked again when an id is unknown (a cgroup made since),
+// at most once a second.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace pm {
+
+class CgroupNames {
+ public:
+  explicit CgroupNames(std::string mount);
+  // The path of a cgroup ("/", "/system.slice/cron.service"); absent when unknown even after a walk.
+  std::optional<std::string> path(uint64_t id);
+  [[nodiscard]] const std::string& mount() const { return mount_; }
+
+ private:
+  void walk();
+  std::string mount_;
+  std::unordered_map<uint64_t, std::string> paths_;
+  std::chrono::steady_clock::time_point walked_{};
+};
+
+// The first `depth` components of a cgroup path ("/a/b/c", 2 -> "/a/b"); the root stays "/".
+std::string cut_cgroup_path(const std::string& path, int depth);
+int cgroup_depth_of(const std::string& path);
+
+}  // namespace pm
