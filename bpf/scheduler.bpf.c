@@ -36,6 +36,11 @@ const volatile bool track_all = false;
 // the v2 hierarchy; 0: off). Typed programs only (cgroup storage).
 const volatile __u32 cgroup_depth = 0;
 
+// --cgroup: every task in this cgroup (or below it) belongs to the tree, also one moved in later
+// (the iterator marks it on its next pass); 0: no such rule. Its level in the v2 hierarchy.
+const volatile __u64 tree_cgroup_id = 0;
+const volatile __u32 tree_cgroup_level = 0;
+
 // While user space seeds the tree: the iterator marks every task of these processes, and the
 // fork hook the children they fork meanwhile. Written by user space (.bss).
 bool seeding = false;
@@ -346,6 +351,15 @@ int BPF_PROG(raw_wakeup, struct task_struct *p) { return on_wakeup(p); }
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(raw_wakeup_new, struct task_struct *p) { return on_wakeup(p); }
 
+// Whether a task is in the --cgroup cgroup or below it: its cgroup's ancestor at that level is it.
+static __always_inline bool in_tree_cgroup(struct task_struct *t) {
+  struct cgroup *cg = t->cgroups->dfl_cgrp;
+  if (!cg || cg->level < (int)tree_cgroup_level) return false;
+  struct cgroup *anc = 0;
+  bpf_core_read(&anc, sizeof(anc), &cg->ancestors[tree_cgroup_level]);
+  return anc && BPF_CORE_READ(anc, kn, id) == tree_cgroup_id;
+}
+
 // The live members, one pm_task record each, when user space reads the iterator. While seeding
 // it marks the seed processes' tasks instead, and writes nothing.
 SEC("iter/task")
@@ -365,6 +379,15 @@ int tree_tasks(struct bpf_iter__task *ctx) {
   }
   if (t->flags & PF_KTHREAD) return 0;  // never a member: no storage lookup
   struct pm_member *m = member_of(t);
+  if (!m && tree_cgroup_id && in_tree_cgroup(t)) {
+    m = bpf_task_storage_get(&members, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (m) {
+      seeded_tasks++;
+      if (t->pid == t->tgid) seeded_processes++;
+    } else {
+      seed_failures++;
+    }
+  }
   if (!m || m->captured) return 0;
   struct pm_task rec = {};
   rec.pid = t->pid;

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/options.h"
 
+#include <optional>
+#include <regex>
+#include <string>
+
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -62,6 +66,9 @@ Invocation parse_command_line(int argc, char** argv) {
 
   std::string format, output, interval, duration, config_path, tree_interval, events, prometheus;
   std::vector<std::string> probe_texts;
+  std::optional<int> top_count, cgroup_depth, max_series;
+  std::string top_sort, prometheus_processes, cgroup;
+  bool top_threads = false;
   auto add_common = [&](CLI::App* a) {
     a->add_option("-f,--format", format, "Output format: text (default) or json (JSON Lines)")
         ->check(CLI::IsMember({"text", "json"}));
@@ -86,8 +93,25 @@ Invocation parse_command_line(int argc, char** argv) {
                   "Also serve /metrics for Prometheus at ADDR:PORT while monitoring, e.g. 9464 (127.0.0.1:9464), "
                   "0.0.0.0:9464 (every interface), [::1]:9464; alongside the text or JSON output")
         ->type_name("ADDR:PORT");
+    a->add_option("--top", top_count, "Live mode: the N busiest processes and cgroups per interval (default 10; 0: off)")
+        ->check(CLI::NonNegativeNumber);
+    a->add_option("--sort", top_sort, "Live mode: rank them by cpu (default), runq, blocked, io, faults or memory")
+        ->check(CLI::IsMember({"cpu", "runq", "blocked", "io", "faults", "memory"}));
+    a->add_option("--cgroup-depth", cgroup_depth,
+                  "Live mode: cgroups deeper than N count for their ancestor at depth N (default 2)")
+        ->check(CLI::Range(0, 64));
+    a->add_flag("--threads", top_threads, "Live mode: a list of the busiest threads too");
+    a->add_option("--prometheus-processes", prometheus_processes,
+                  "With --prometheus: series per process group for processes whose name matches REGEX")
+        ->type_name("REGEX");
+    a->add_option("--max-series", max_series, "With --prometheus: at most N cgroup and process-group rows (default 1000)")
+        ->check(CLI::PositiveNumber);
   };
   add_common(&app);
+  app.add_option("--cgroup", cgroup,
+                 "Monitor a cgroup (v2): every process in it or below it, present and future, until Ctrl-C or "
+                 "--duration, with the same summary as run (e.g. /system.slice/nginx.service)")
+      ->type_name("PATH");
 
   CLI::App* run = app.add_subcommand("run", "Run CMD and monitor its whole process tree until it exits");
   add_common(run);
@@ -175,6 +199,20 @@ Invocation parse_command_line(int argc, char** argv) {
     }
   }
 
+  if (top_count) c.top_count = *top_count;
+  if (!top_sort.empty()) c.top_sort = *parse_top_sort(top_sort);
+  if (cgroup_depth) c.cgroup_depth = *cgroup_depth;
+  if (top_threads) c.top_threads = true;
+  if (max_series) c.max_series = *max_series;
+  if (!prometheus_processes.empty()) {
+    try {
+      std::regex check(prometheus_processes);
+    } catch (const std::regex_error& e) {
+      return fail("--prometheus-processes: not a regular expression: " + std::string(e.what()));
+    }
+    c.prometheus_processes = prometheus_processes;
+  }
+
   // Probes are found now, so an unknown binary or symbol is a usage error before anything starts.
   for (const std::string& text : probe_texts) {
     auto spec = probes::parse_probe_spec(text);
@@ -193,6 +231,9 @@ Invocation parse_command_line(int argc, char** argv) {
     inv.target.pid = pid;
   } else if (list->parsed()) {
     inv.kind = Invocation::Kind::kList;
+  } else if (!cgroup.empty()) {
+    inv.target.mode = Mode::kCgroup;
+    inv.target.cgroup = cgroup;
   }
   return inv;
 }

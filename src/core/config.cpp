@@ -183,10 +183,28 @@ Status apply_section(std::string_view origin, const std::string& name, const tom
                                                       ": [prometheus] listen: " + a.error().message);
       }
     }
+  } else if (name == "top") {
+    PM_TRY(s.check_keys({"count", "sort", "cgroup_depth", "threads", "prometheus_processes", "max_series"}));
+    PM_TRY(s.get_int("count", 0, 1000000, c.top_count));
+    std::string sort;
+    PM_TRY(s.get("sort", sort));
+    if (!sort.empty()) {
+      auto parsed = parse_top_sort(sort);
+      if (!parsed) {
+        return make_error(Errc::kInvalidArgument, where(origin, t.get("sort")->source()) +
+                                                      ": [top] sort must be cpu, runq, blocked, io, faults or memory");
+      }
+      c.top_sort = *parsed;
+    }
+    PM_TRY(s.get_int("cgroup_depth", 0, 64, c.cgroup_depth));
+    PM_TRY(s.get("threads", c.top_threads));
+    PM_TRY(s.get("prometheus_processes", c.prometheus_processes));
+    PM_TRY(s.get_int("max_series", 1, 1000000, c.max_series));
   } else {
     return make_error(Errc::kInvalidArgument,
                       where(origin, t.source()) + ": unknown section [" + name +
-                          "] (known: output, pmc, scheduler, block_io, file_poll, process_tree, prometheus, probes)");
+                          "] (known: output, pmc, scheduler, block_io, file_poll, process_tree, prometheus, top, "
+                          "probes)");
   }
   return {};
 }

@@ -25,7 +25,8 @@ Result<std::shared_ptr<SchedObject>> SourceContext::sched() {
     bool follow = target.mode() != Mode::kSystem;
     bool top = !follow && config.top_count > 0;
     auto loaded = SchedObject::load({config.scheduler_enabled, follow, config.scheduler_hist_unit_ns, top,
-                                     top ? static_cast<uint32_t>(config.cgroup_depth) : 0});
+                                     top ? static_cast<uint32_t>(config.cgroup_depth) : 0, target.cgroup_id(),
+                                     target.cgroup_level()});
     if (loaded) {
       sched_ = std::move(*loaded);
     } else {
@@ -58,7 +59,8 @@ Made make_tree(SourceContext& ctx) {
   std::string why;
   auto sched = ctx.sched();
   if (sched && (*sched)->follows_tree()) {
-    auto kt = KernelTree::create(*sched, target.roots(), target.mode() == Mode::kRun);
+    auto kt = KernelTree::create(*sched, target.roots(), target.mode() == Mode::kRun,
+                                 /*may_be_empty=*/target.mode() == Mode::kCgroup);
     if (kt) {
       // Attach: children forked while the sources opened join too.
       for (int pass = 0; pass < 3; ++pass) {
@@ -101,6 +103,7 @@ Made make_counters(SourceContext& ctx) {
   counters::CountersTarget target;
   if (ctx.target.mode() == Mode::kRun) target = {ctx.target.roots(), /*enable_on_exec=*/true};
   if (ctx.target.mode() == Mode::kAttach) target = {ctx.target.threads(), false};
+  if (ctx.target.mode() == Mode::kCgroup) target = {ctx.target.threads(), false, ctx.target.cgroup_dir()};
   auto src = counters::make_counters_source(specs, target);
   if (!src) return src.error();
   for (Unavailable& u : (*src)->unsupported()) ctx.notes.push_back(std::move(u));

@@ -228,7 +228,7 @@ class Session {
   // What a report needs to say what was watched, where and how (the JSON Lines' first record).
   RunHeader run_header() const {
     RunHeader h;
-    h.mode = spec_.mode == Mode::kRun ? "run" : spec_.mode == Mode::kAttach ? "attach" : "system";
+    h.mode = mode_name(spec_.mode);
     h.command = spec_.command;
     h.pid = spec_.mode == Mode::kAttach ? spec_.pid : target_->roots().empty() ? 0 : target_->roots().front();
     h.host = read_host_info();
@@ -240,7 +240,7 @@ class Session {
 
   SessionStatus status() const {
     SessionStatus st;
-    st.mode = spec_.mode == Mode::kRun ? "run" : spec_.mode == Mode::kAttach ? "attach" : "system";
+    st.mode = mode_name(spec_.mode);
     st.running = running_;
     st.unavailable = unavailable_;
     st.missed_ticks = loop_->missed_ticks();

@@ -13,7 +13,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
+#include "core/cgroup.h"
 #include "core/file_reader.h"
 #include "session/run_cgroup.h"
 #include "sources/tree/proc_tree.h"
@@ -99,8 +101,56 @@ Target::~Target() {
   }
 }
 
+const char* mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::kRun:
+      return "run";
+    case Mode::kAttach:
+      return "attach";
+    case Mode::kCgroup:
+      return "cgroup";
+    case Mode::kSystem:
+      break;
+  }
+  return "system";
+}
+
+namespace {
+
+// The processes of a cgroup and of every cgroup below it.
+void cgroup_processes(const std::string& dir, std::vector<int>& out) {
+  std::ifstream in(dir + "/cgroup.procs");
+  int pid = 0;
+  while (in >> pid) out.push_back(pid);
+  if (auto subdirs = list_dir(dir)) {
+    for (const std::string& name : *subdirs) {
+      struct stat st {};
+      std::string sub = dir + "/" + name;
+      if (::stat(sub.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) cgroup_processes(sub, out);
+    }
+  }
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Target>> Target::create(const TargetSpec& spec) {
   std::unique_ptr<Target> t(new Target(spec));
+  if (spec.mode == Mode::kCgroup) {
+    std::string mount = unified_mount();
+    if (mount.empty()) return make_error(Errc::kUnavailable, "--cgroup: no cgroup v2 (unified) hierarchy is mounted");
+    std::string dir = spec.cgroup.rfind(mount, 0) == 0 ? spec.cgroup : mount + (spec.cgroup.starts_with('/') ? "" : "/") + spec.cgroup;
+    while (dir.size() > mount.size() && dir.back() == '/') dir.pop_back();
+    t->cgroup_id_ = pm::cgroup_id(dir);
+    if (t->cgroup_id_ == 0 || ::access((dir + "/cgroup.procs").c_str(), R_OK) != 0) {
+      return make_error(Errc::kNotFound, "--cgroup " + spec.cgroup + ": no such cgroup under " + mount +
+                                             " (see its directories, or /proc/PID/cgroup's 0:: line)");
+    }
+    t->cgroup_dir_ = dir;
+    std::string rel = dir.substr(mount.size());
+    t->cgroup_level_ = static_cast<uint32_t>(std::count(rel.begin(), rel.end(), '/'));
+    cgroup_processes(dir, t->roots_);
+    return t;
+  }
   if (spec.mode == Mode::kAttach) {
     ProcTree found;
     auto pidfd = open_pidfd(spec.pid);
@@ -221,6 +271,17 @@ std::string Target::executable() const {
 }
 
 std::vector<int> Target::rediscover() {
+  if (spec_.mode == Mode::kCgroup) {
+    std::vector<int> now, added;
+    cgroup_processes(cgroup_dir_, now);
+    for (int pid : now) {
+      if (std::find(roots_.begin(), roots_.end(), pid) == roots_.end()) {
+        added.push_back(pid);
+        roots_.push_back(pid);
+      }
+    }
+    return added;
+  }
   if (spec_.mode != Mode::kAttach) return {};
   ProcTree found;
   if (!found.add_root(root_)) return {};
@@ -287,7 +348,7 @@ void Target::reap() {
   }
 }
 
-bool Target::running() const { return spec_.mode != Mode::kSystem && !root_exited_; }
+bool Target::running() const { return (spec_.mode == Mode::kRun || spec_.mode == Mode::kAttach) && !root_exited_; }
 
 void Target::signal_tree(int sig) {
   std::vector<int> pids = tree_ != nullptr ? tree_->pids() : roots_;
@@ -352,7 +413,7 @@ void Target::finish() {
 }
 
 void Target::describe(RunInfo& info) const {
-  info.mode = spec_.mode == Mode::kRun ? "run" : spec_.mode == Mode::kAttach ? "attach" : "system";
+  info.mode = mode_name(spec_.mode);
   info.command = spec_.command;
   info.pid = root_;
   info.exit_code = exit_code_;

@@ -27,13 +27,17 @@ namespace pm {
 
 class TreeSource;
 
-enum class Mode { kSystem, kRun, kAttach };
+enum class Mode { kSystem, kRun, kAttach, kCgroup };
 
 struct TargetSpec {
   Mode mode = Mode::kSystem;
   std::vector<std::string> command;  // run
   int pid = 0;                       // attach
+  std::string cgroup;                // --cgroup: a v2 cgroup (a path in the hierarchy, or its directory)
 };
+
+// "system", "run", "attach" or "cgroup".
+const char* mode_name(Mode mode);
 
 // Exit statuses besides the command's own.
 inline constexpr int kExitFailure = 1;
@@ -56,6 +60,11 @@ class Target {
   [[nodiscard]] std::vector<int> threads() const;
   [[nodiscard]] bool starts_at_exec() const { return spec_.mode == Mode::kRun; }
   [[nodiscard]] std::string executable() const;
+  // --cgroup: its directory, its id and level in the v2 hierarchy (the kernel follows its tasks,
+  // also those that join later).
+  [[nodiscard]] const std::string& cgroup_dir() const { return cgroup_dir_; }
+  [[nodiscard]] uint64_t cgroup_id() const { return cgroup_id_; }
+  [[nodiscard]] uint32_t cgroup_level() const { return cgroup_level_; }
   // The tree's source (the session owns it), for signals and reaping.
   void follow(TreeSource* tree) { tree_ = tree; }
   // Processes found after the first look (attach: forked while the sources opened).
@@ -101,6 +110,9 @@ class Target {
   TreeSource* tree_ = nullptr;
   std::unique_ptr<Run> run_;  // run: the held child, its cgroup
   UniqueFd pidfd_;            // attach: readable when the root exits
+  std::string cgroup_dir_;
+  uint64_t cgroup_id_ = 0;
+  uint32_t cgroup_level_ = 0;
   int root_ = 0;
   bool root_exited_ = false;
   int terminations_ = 0;      // terminating signals received

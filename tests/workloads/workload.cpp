@@ -42,6 +42,8 @@
 //   pm-workload writes N                 N write() calls of one byte to /dev/null
 //   pm-workload blip MIB                 touch MIB of anonymous memory and exit at once (a short
 //                                        process whose peak RSS no sampling catches)
+//   pm-workload shortlived N MS NAME     N children started one after another, each named NAME
+//                                        (its comm), spinning MS and exiting; the parent reaps them
 //   pm-workload ignchld N MS             ignore SIGCHLD (the kernel reaps the children itself, and
 //                                        their figures reach no parent), fork N children that each
 //                                        spin MS, wait until all are gone
@@ -396,6 +398,23 @@ int main(int argc, char** argv) {
       }
       if (child < 0) return 1;
       ::waitpid(child, nullptr, 0);
+    }
+  } else if (mode == "shortlived" && argc == 5) {
+    for (long i = 0; i < arg(2); ++i) {
+      pid_t c = ::fork();
+      if (c == 0) {
+        ::prctl(PR_SET_NAME, argv[4]);
+        spin(arg(3));
+        ::_exit(0);
+      }
+      // Two at a time at most: each lives no longer than its spin.
+      if (i % 2 == 1) {
+        while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+        }
+        ::wait(nullptr);
+      }
+    }
+    while (::wait(nullptr) > 0) {
     }
   } else if (mode == "blip" && argc == 3) {
     touch(static_cast<size_t>(arg(2)), 0);

@@ -72,7 +72,9 @@ Result<UniqueFd> open_event(const EventSpec& e, const Scope& scope, int group_fd
   attr.exclude_kernel = scope.user_only ? 1 : 0;
   attr.exclude_hv = scope.user_only ? 1 : 0;
   for (;;) {
-    long fd = ::syscall(SYS_perf_event_open, &attr, scope.pid, scope.cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
+    unsigned long flags = PERF_FLAG_FD_CLOEXEC | (scope.cgroup_fd >= 0 ? PERF_FLAG_PID_CGROUP : 0);
+    int pid = scope.cgroup_fd >= 0 ? scope.cgroup_fd : scope.pid;
+    long fd = ::syscall(SYS_perf_event_open, &attr, pid, scope.cpu, group_fd, flags);
     if (fd >= 0) return UniqueFd(static_cast<int>(fd));
     if (errno != EINTR) return open_error(e, errno);
   }

@@ -37,6 +37,7 @@ struct Scope {
   bool inherit = false;         // follow the task's future children and threads
   bool enable_on_exec = false;  // count from the task's next exec (a held child of `run`)
   bool user_only = false;       // exclude the kernel (when perf_event_paranoid forbids it)
+  int cgroup_fd = -1;           // >= 0: every task of this cgroup (PERF_FLAG_PID_CGROUP; needs a cpu)
 };
 
 // The counters of a list of events for one scope. Events that cannot be opened (no PMU, not

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sources/counters/counters_source.h"
 
+#include <fcntl.h>
+
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -116,10 +118,20 @@ Result<std::unique_ptr<CountersSource>> make_counters_source(const std::vector<E
       scoped.push_back(i);
     }
   }
-  bool system_wide = target.tids.empty();
+  bool system_wide = target.tids.empty() && target.cgroup_dir.empty();
   impl->system_wide = system_wide;
+  UniqueFd cgroup;
+  if (!target.cgroup_dir.empty()) cgroup.reset(::open(target.cgroup_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!scoped.empty()) {
-    if (system_wide) {
+    bool by_cgroup = false;
+    if (cgroup) {
+      // The cgroup's tasks, on every CPU; its own fd is kept by the counters opened with it.
+      size_t before = impl->targets.size();
+      for (int cpu : online_cpus()) impl->open(scoped, Scope{-1, cpu, false, false, false, cgroup.get()}, "");
+      by_cgroup = impl->targets.size() > before;
+    }
+    if (by_cgroup) {
+    } else if (system_wide) {
       for (int cpu : online_cpus()) impl->open(scoped, Scope{-1, cpu, false, false}, std::to_string(cpu));
     } else {
       for (int tid : target.tids) impl->open(scoped, Scope{tid, -1, true, target.enable_on_exec}, "");

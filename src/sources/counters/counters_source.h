@@ -18,6 +18,9 @@ struct CountersTarget {
   // or every thread of an attached tree), each counted with inherit.
   std::vector<int> tids;
   bool enable_on_exec = false;
+  // A cgroup directory (v2): every task in it, present and future, counted per CPU
+  // (PERF_FLAG_PID_CGROUP); where the kernel refuses it, `tids` are counted instead.
+  std::string cgroup_dir;
 };
 
 class CountersSource;

@@ -39,6 +39,8 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const SchedObjectOptions&
   target.count_system = options.count_system;
   target.track_all = options.track_all;
   target.cgroup_depth = options.cgroup_depth;
+  target.tree_cgroup_id = options.tree_cgroup_id;
+  target.tree_cgroup_level = options.tree_cgroup_level;
   auto loaded = load_skeleton<scheduler_bpf>("scheduler", target);
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);

@@ -28,7 +28,7 @@ KernelTree::KernelTree(std::shared_ptr<SchedObject> object, bool new_tree, std::
 KernelTree::~KernelTree() = default;
 
 Result<std::unique_ptr<KernelTree>> KernelTree::create(std::shared_ptr<SchedObject> object,
-                                                       const std::vector<int>& roots, bool new_tree,
+                                                       const std::vector<int>& roots, bool new_tree, bool may_be_empty,
                                                        std::string proc_root) {
   if (!object->follows_tree()) {
     return make_error(Errc::kUnavailable, "the scheduler programs could not load as tp_btf (task storage)");
@@ -36,7 +36,7 @@ Result<std::unique_ptr<KernelTree>> KernelTree::create(std::shared_ptr<SchedObje
   auto tree = std::make_unique<KernelTree>(std::move(object), new_tree, std::move(proc_root));
   auto marked = tree->add(roots);
   if (!marked) return marked.error();
-  if (*marked == 0) return make_error(Errc::kNotFound, "none of the processes to follow exists");
+  if (*marked == 0 && !may_be_empty) return make_error(Errc::kNotFound, "none of the processes to follow exists");
   return tree;
 }
 

@@ -25,8 +25,10 @@ class KernelTree final : public TreeSource {
   // when none of them could be marked (all gone), or the object does not follow a tree.
   // With `new_tree` (run: the roots start with monitoring), the members' peak RSS bounds the
   // run's maximum RSS from below; attached to a running tree, their peaks may be older.
+  // `may_be_empty`: a tree defined by its cgroup may have no process yet.
   static Result<std::unique_ptr<KernelTree>> create(std::shared_ptr<SchedObject> object, const std::vector<int>& roots,
-                                                    bool new_tree, std::string proc_root = "/proc");
+                                                    bool new_tree, bool may_be_empty = false,
+                                                    std::string proc_root = "/proc");
   ~KernelTree() override;
 
   void collect(Samples& out) override;

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: Apache-2.0
+// Who is using the machine (live mode's top lists, --cgroup) against known workloads in test
+// cgroups made under the v2 hierarchy, and against the kernel's own files: a cgroup's cpu.stat,
+// a thread's schedstat, what an O_DIRECT writer wrote. Short-lived processes, contention on one
+// CPU, a cgroup that appears and one that goes.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "core/cgroup.h"
+#include "integration/harness.h"
+
+namespace pm::test {
+namespace {
+
+using std::chrono::milliseconds;
+namespace fs = std::filesystem;
+
+// A test cgroup at the top of the v2 hierarchy, removed (its processes killed) at the end.
+class TestCgroup {
+ public:
+  explicit TestCgroup(const std::string& name) {
+    std::string mount = unified_mount();
+    if (mount.empty()) return;
+    rel_ = "/pm-test-" + std::to_string(::getpid()) + "-" + name;
+    dir_ = mount + rel_;
+    ::mkdir(dir_.c_str(), 0755);
+  }
+  ~TestCgroup() {
+    if (dir_.empty()) return;
+    std::ofstream(dir_ + "/cgroup.kill") << "1";
+    for (int i = 0; i < 100 && ::rmdir(dir_.c_str()) != 0; ++i) std::this_thread::sleep_for(milliseconds(20));
+  }
+  TestCgroup(const TestCgroup&) = delete;
+  TestCgroup& operator=(const TestCgroup&) = delete;
+  [[nodiscard]] bool ok() const { return !dir_.empty() && fs::exists(dir_ + "/cgroup.procs"); }
+  [[nodiscard]] const std::string& path() const { return rel_; }  // as perf-monitor names it
+  [[nodiscard]] const std::string& dir() const { return dir_; }
+  // Runs argv in this cgroup (it joins before exec), pinned to `cpu` when >= 0.
+  pid_t spawn(const std::vector<std::string>& argv, int cpu = -1) const {
+    std::vector<char*> args;
+    std::vector<std::string> copy = argv;
+    for (auto& a : copy) args.push_back(a.data());
+    args.push_back(nullptr);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      std::ofstream(dir_ + "/cgroup.procs") << ::getpid() << std::flush;
+      if (cpu >= 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        ::sched_setaffinity(0, sizeof one, &one);
+      }
+      int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    return pid;
+  }
+  [[nodiscard]] double cpu_stat_s() const {
+    std::ifstream in(dir_ + "/cpu.stat");
+    std::string key;
+    double v = 0;
+    while (in >> key >> v) {
+      if (key == "usage_usec") return v * 1e-6;
+    }
+    return NAN;
+  }
+
+ private:
+  std::string rel_, dir_;
+};
+
+// The `top` object of each interval record.
+std::vector<nlohmann::json> tops(const Outcome& o) {
+  std::vector<nlohmann::json> out;
+  for (const auto& r : o.records) {
+    if (r.value("type", "") == "interval" && r.contains("top")) out.push_back(r["top"]);
+  }
+  return out;
+}
+
+const nlohmann::json* cgroup_row(const nlohmann::json& top, const std::string& path) {
+  for (const auto& c : top["cgroups"]) {
+    if (c["cgroup"] == path) return &c;
+  }
+  return nullptr;
+}
+
+double cpu_of(const nlohmann::json& row) { return row["cpu_user_s"].get<double>() + row["cpu_system_s"].get<double>(); }
+
+// Sum of a process's threads' run delay (schedstat's second field, ns): the per-process file
+// covers the main thread only.
+double run_delay_s(pid_t pid) {
+  double sum = 0;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::ifstream in(e.path() / "schedstat");
+    double run = 0, delay = 0;
+    if (in >> run >> delay) sum += delay;
+  }
+  return sum * 1e-9;
+}
+
+class TopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: eBPF and test cgroups";
+    if (unified_mount().empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted";
+  }
+};
+
+TEST_F(TopTest, CgroupsAndProcessesAgreeWithTheKernelsOwnFiles) {
+  TestCgroup a("A"), b("B"), c("C");
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  RunningPm pm({"--format", "json", "--interval", "1s", "--top", "50", "--cgroup-depth", "1"});
+  std::this_thread::sleep_for(milliseconds(1200));
+  pid_t burner = a.spawn({workload(), "spin", "2500"});
+  std::string file = scratch_dir() + "/pm-top-direct-" + std::to_string(::getpid());
+  pid_t writer = b.spawn({workload(), "direct", "64", file});
+  pid_t sleeper = c.spawn({workload(), "sleep", "4000"});
+  ::waitpid(writer, nullptr, 0);
+  ::waitpid(burner, nullptr, 0);
+  std::this_thread::sleep_for(milliseconds(2200));
+  Outcome o = pm.stop(SIGINT);
+  ::kill(sleeper, SIGKILL);
+  ::waitpid(sleeper, nullptr, 0);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  double a_cpu = 0, a_stat_cpu = 0, b_written = 0, burner_cpu = 0;
+  bool burner_first = false;
+  for (const auto& t : tops(o)) {
+    if (const auto* r = cgroup_row(t, a.path())) {
+      a_cpu += cpu_of(*r);
+      a_stat_cpu += r->value("cpu_stat_s", 0.0);
+      EXPECT_TRUE((*r)["with_descendants"].get<bool>()) << "at the depth limit: its descendants count in it";
+    }
+    if (const auto* r = cgroup_row(t, b.path())) b_written += (*r)["io_write_bytes"].get<double>();
+    for (const auto& p : t["processes"]) {
+      if (p["pid"] == burner) {
+        burner_cpu += cpu_of(p);
+        if (cpu_of(p) > 0.5 && t["processes"][0]["pid"] == burner) burner_first = true;
+      }
+    }
+  }
+  // A's CPU against its cpu.stat; the burner's against the 2.5 s it was asked to use; B's bytes
+  // against what it wrote.
+  EXPECT_NEAR(a_cpu, a_stat_cpu, 0.05 * a_stat_cpu);
+  EXPECT_NEAR(burner_cpu, 2.5, 0.05 * 2.5 + 0.02);
+  EXPECT_TRUE(burner_first) << "the burner is the busiest process";
+  EXPECT_NEAR(b_written, 64 * kMiB, 0.01 * 64 * kMiB);
+}
+
+TEST_F(TopTest, RunQueueWaitPerProcessAgreesWithSchedstat) {
+  // Two burners pinned to one CPU: each waits about half the time.
+  TestCgroup e("E");
+  ASSERT_TRUE(e.ok());
+  pid_t one = e.spawn({workload(), "spin", "20000"}, 0);
+  pid_t two = e.spawn({workload(), "spin", "20000"}, 0);
+  std::this_thread::sleep_for(milliseconds(300));
+  RunningPm pm({"--format", "json", "--interval", "1s", "--top", "50", "--cgroup-depth", "1"});
+  std::this_thread::sleep_for(milliseconds(1500));  // started, baseline taken
+  double d0 = run_delay_s(one);
+  auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(milliseconds(3000));
+  double d1 = run_delay_s(one);
+  double rate_truth = (d1 - d0) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  Outcome o = pm.stop(SIGINT);
+  ::kill(one, SIGKILL);
+  ::kill(two, SIGKILL);
+  ::waitpid(one, nullptr, 0);
+  ::waitpid(two, nullptr, 0);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  // The steady intervals (not the first, not the cut last one): run-queue wait per second.
+  std::vector<double> rates;
+  auto all = tops(o);
+  for (size_t i = 1; i + 1 < all.size(); ++i) {
+    for (const auto& p : all[i]["processes"]) {
+      if (p["pid"] == one) rates.push_back(p["runq_s"].get<double>());
+    }
+    // Contention: the cgroup waits at least 40 % of its time.
+    if (const auto* r = cgroup_row(all[i], e.path())) {
+      EXPECT_GE((*r)["runq_s"].get<double>(), 0.4 * 2 * 0.9) << r->dump();
+    }
+  }
+  ASSERT_FALSE(rates.empty());
+  double mean = 0;
+  for (double r : rates) mean += r;
+  mean /= static_cast<double>(rates.size());
+  EXPECT_NEAR(mean, rate_truth, 0.05 * rate_truth);
+  EXPECT_GE(mean, 0.4);
+}
+
+TEST_F(TopTest, ShortLivedProcessesAreCountedAndNamed) {
+  // 1,000 processes of a millisecond each, started within about a second, in a cgroup of their
+  // own: counted, named in the kernel, and their CPU attributed to that name and cgroup.
+  TestCgroup d("D");
+  ASSERT_TRUE(d.ok());
+  RunningPm pm({"--format", "json", "--interval", "1s", "--top", "100000", "--cgroup-depth", "1"});
+  std::this_thread::sleep_for(milliseconds(1200));
+  double stat0 = d.cpu_stat_s();
+  pid_t storm = d.spawn({workload(), "shortlived", "1000", "1", "pm-short"});
+  ::waitpid(storm, nullptr, 0);
+  double stat1 = d.cpu_stat_s();
+  std::this_thread::sleep_for(milliseconds(2200));
+  Outcome o = pm.stop(SIGINT);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  std::set<int> counted;  // a process that spans two intervals is a row in each
+  double cpu = 0, parent = 0, cgroup = 0;
+  for (const auto& t : tops(o)) {
+    for (const auto& p : t["processes"]) {
+      if (p.value("cgroup", "") != d.path()) continue;
+      if (p["comm"] == "pm-short") {
+        counted.insert(p["pid"].get<int>());
+        cpu += cpu_of(p);
+      } else if (p["pid"] == storm) {
+        parent += cpu_of(p);
+      }
+    }
+    if (const auto* r = cgroup_row(t, d.path())) cgroup += cpu_of(*r);
+  }
+  EXPECT_GE(counted.size(), 990u);
+  EXPECT_LE(counted.size(), 1000u);
+  // The cgroup's CPU against its cpu.stat; of it, all but the parent's (the forks) is the
+  // children's, attributed to their name.
+  double truth = stat1 - stat0;
+  EXPECT_NEAR(cgroup, truth, 0.05 * truth) << "cpu.stat delta " << truth;
+  EXPECT_GE(cpu, 0.95 * (truth - parent)) << "cpu.stat delta " << truth << ", the parent's " << parent;
+}
+
+TEST_F(TopTest, IdleCgroupShowsNoRunQueueWait) {
+  TestCgroup s("S");
+  ASSERT_TRUE(s.ok());
+  pid_t sleeper = s.spawn({workload(), "naps", "40", "50"});
+  Outcome o = run_pm({"--format", "json", "--interval", "1s", "--duration", "3500ms", "--top", "100000",
+                      "--cgroup-depth", "1"});
+  ::kill(sleeper, SIGKILL);
+  ::waitpid(sleeper, nullptr, 0);
+  for (const auto& t : tops(o)) {
+    // It wakes 20 times a second and runs for microseconds: its waits for a CPU are short even on a
+    // busy machine, nowhere near the 40 % of two burners sharing a CPU.
+    if (const auto* r = cgroup_row(t, s.path())) {
+      EXPECT_LT((*r)["runq_s"].get<double>(), 0.1) << r->dump();
+    }
+  }
+}
+
+TEST_F(TopTest, CgroupTargetFollowsItsProcessesOnly) {
+  TestCgroup a("T");
+  ASSERT_TRUE(a.ok());
+  pid_t before = a.spawn({workload(), "spin", "300"});
+  RunningPm pm({"--format", "json", "--interval", "500ms", "--cgroup", a.path()});
+  std::this_thread::sleep_for(milliseconds(1200));
+  // One that joins after monitoring began, and one outside the cgroup.
+  pid_t after = a.spawn({workload(), "spin", "400"});
+  pid_t outside = ::fork();
+  if (outside == 0) {
+    ::execl(workload().c_str(), "pm-workload", "spin", "500", nullptr);
+    ::_exit(127);
+  }
+  ::waitpid(before, nullptr, 0);
+  ::waitpid(after, nullptr, 0);
+  ::waitpid(outside, nullptr, 0);
+  std::this_thread::sleep_for(milliseconds(600));
+  Outcome o = pm.stop(SIGINT);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  EXPECT_EQ(o.summary["mode"], "cgroup");
+  double cpu = o.summary.value("proc_cpu_user_seconds", 0.0) + o.summary.value("proc_cpu_system_seconds", 0.0);
+  // The one started before monitoring had spun part of its 0.3 s already; the late one all 0.4 s;
+  // nothing of the 0.5 s outside.
+  EXPECT_GE(cpu, 0.4);
+  EXPECT_LT(cpu, 0.3 + 0.4 + 0.05);
+  EXPECT_GE(o.summary.value("proc_processes_seen_max", 0.0), 2);
+}
+
+TEST_F(TopTest, CgroupTargetThatDoesNotExistIsAUsageError) {
+  Outcome o = run_pm({"--cgroup", "/pm-no-such-cgroup-anywhere", "--duration", "1s"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("no such cgroup"), std::string::npos) << o.err;
+}
+
+}  // namespace
+}  // namespace pm::test
