@@ -104,7 +104,7 @@ Invocation parse_command_line(int argc, char** argv) {
     a->add_option("--prometheus-processes", prometheus_processes,
                   "With --prometheus: series per process group for processes whose name matches REGEX")
         ->type_name("REGEX");
-    a->add_option("--max-series", max_series, "With --prometheus: at most N cgroup and process-group rows (default 1000)")
+    a->add_option("--max-series", max_series, "With --prometheus: at most N cgroup rows and N process-group rows (default 1000)")
         ->check(CLI::PositiveNumber);
   };
   add_common(&app);

@@ -22,6 +22,7 @@
 
 #include "core/cgroup.h"
 #include "integration/harness.h"
+#include "integration/prom_harness.h"
 
 namespace pm::test {
 namespace {
@@ -283,6 +284,87 @@ TEST_F(TopTest, CgroupTargetFollowsItsProcessesOnly) {
   EXPECT_GE(cpu, 0.4);
   EXPECT_LT(cpu, 0.3 + 0.4 + 0.05);
   EXPECT_GE(o.summary.value("proc_processes_seen_max", 0.0), 2);
+}
+
+// The cgroup label values of the perf_monitor_cgroup_* series of a scrape.
+std::set<std::string> exported_cgroups(const std::string& text) {
+  std::set<std::string> out;
+  for (const auto& [series, value] : parse_exposition(text)) {
+    if (series.rfind("perf_monitor_cgroup_", 0) != 0) continue;
+    auto at = series.find("cgroup=\"");
+    if (at == std::string::npos) continue;
+    at += 8;
+    out.insert(series.substr(at, series.find('"', at) - at));
+  }
+  return out;
+}
+
+TEST_F(TopTest, ManyCgroupsStayWithinTheDepthAndSeriesBounds) {
+  // 500 cgroups two levels down, a process in each: at most --max-series rows exported, none
+  // deeper than the depth limit, the rest counted as dropped; promtool clean; no PID labels.
+  TestCgroup parent("many");
+  ASSERT_TRUE(parent.ok());
+  std::ofstream(parent.dir() + "/cgroup.subtree_control") << "";  // no controllers: no internal-process rule
+  std::vector<pid_t> sleepers;
+  for (int i = 0; i < 500; ++i) {
+    std::string dir = parent.dir() + "/c" + std::to_string(i);
+    ::mkdir(dir.c_str(), 0755);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      std::ofstream(dir + "/cgroup.procs") << ::getpid() << std::flush;
+      ::execl(workload().c_str(), "pm-workload", "sleep", "30000", nullptr);
+      ::_exit(127);
+    }
+    sleepers.push_back(pid);
+  }
+  int port = free_port();
+  RunningPm pm({"--interval", "1s", "--output", "/dev/null", "--prometheus", std::to_string(port), "--cgroup-depth",
+                "2", "--max-series", "100", "--prometheus-processes", "^pm-work"});
+  std::string text = scrape_when_ready(port, "perf_monitor_top_dropped_series_total");
+  std::this_thread::sleep_for(milliseconds(1500));
+  text = http_get(port, "/metrics").body;
+  Outcome o = pm.stop(SIGINT);
+  for (pid_t p : sleepers) ::kill(p, SIGKILL);
+  for (pid_t p : sleepers) ::waitpid(p, nullptr, 0);
+  for (int i = 0; i < 500; ++i) ::rmdir((parent.dir() + "/c" + std::to_string(i)).c_str());
+  ASSERT_FALSE(text.empty()) << o.err;
+  std::set<std::string> cgroups = exported_cgroups(text);
+  EXPECT_LE(cgroups.size(), 100u);
+  EXPECT_GT(cgroups.size(), 0u);
+  for (const std::string& c : cgroups) {
+    int depth = 0;
+    for (char ch : c) depth += ch == '/';
+    EXPECT_LE(depth, 2) << c;
+  }
+  auto values = parse_exposition(text);
+  EXPECT_GT(values["perf_monitor_top_dropped_series_total"], 0);
+  EXPECT_NE(text.find("group=\"pm-workload\""), std::string::npos) << "the opted-in process group";
+  EXPECT_EQ(text.find("pid=\""), std::string::npos) << "a PID label";
+  std::string report;
+  EXPECT_EQ(promtool_check(text, &report), 0) << report;
+}
+
+TEST_F(TopTest, DeletedCgroupsSeriesDisappearWithinTwoScrapes) {
+  int port = free_port();
+  auto* x = new TestCgroup("gone");
+  ASSERT_TRUE(x->ok());
+  std::string path = x->path();
+  pid_t burner = x->spawn({workload(), "spin", "30000"});
+  RunningPm pm({"--interval", "1s", "--output", "/dev/null", "--prometheus", std::to_string(port), "--cgroup-depth",
+                "1"});
+  std::string text = scrape_when_ready(port, "perf_monitor_cgroup_cpu_user_seconds_total{cgroup=\"" + path);
+  ASSERT_FALSE(text.empty()) << pm.err_so_far();
+  ::kill(burner, SIGKILL);
+  ::waitpid(burner, nullptr, 0);
+  delete x;  // the cgroup is removed
+  // Scrapes a second apart: gone by the second.
+  bool gone = false;
+  for (int scrape = 0; scrape < 3 && !gone; ++scrape) {
+    std::this_thread::sleep_for(milliseconds(1100));
+    gone = exported_cgroups(http_get(port, "/metrics").body).count(path) == 0;
+  }
+  EXPECT_TRUE(gone);
+  pm.stop(SIGINT);
 }
 
 TEST_F(TopTest, CgroupTargetThatDoesNotExistIsAUsageError) {

@@ -338,15 +338,18 @@ void TopSource::collect(Samples& out) {
     }
   }
 
-  // Metrics: per cgroup and per group, bounded by --max-series (the busiest first).
-  std::vector<std::pair<std::string, const TopFigures*>> series;
-  for (const auto& [path, c] : cgroups) series.emplace_back("c" + path, &c.f);
-  for (const auto& [name, f] : groups) series.emplace_back("g" + name, &f);
-  std::sort(series.begin(), series.end(),
-            [&](const auto& a, const auto& b) { return a.second->key(opts_.sort) > b.second->key(opts_.sort); });
-  if (static_cast<int>(series.size()) > opts_.max_series) {
-    s.dropped += series.size() - static_cast<size_t>(opts_.max_series);
-    series.resize(static_cast<size_t>(opts_.max_series));
+  // Metrics: per cgroup and per group, each bounded by --max-series (the busiest first).
+  std::vector<std::pair<std::string, const TopFigures*>> series, cgroup_series, group_series;
+  for (const auto& [path, c] : cgroups) cgroup_series.emplace_back("c" + path, &c.f);
+  for (const auto& [name, f] : groups) group_series.emplace_back("g" + name, &f);
+  for (auto* list : {&cgroup_series, &group_series}) {
+    std::sort(list->begin(), list->end(),
+              [&](const auto& a, const auto& b) { return a.second->key(opts_.sort) > b.second->key(opts_.sort); });
+    if (static_cast<int>(list->size()) > opts_.max_series) {
+      s.dropped += list->size() - static_cast<size_t>(opts_.max_series);
+      list->resize(static_cast<size_t>(opts_.max_series));
+    }
+    series.insert(series.end(), list->begin(), list->end());
   }
   for (const auto& [key, f] : series) {
     bool is_cgroup = key[0] == 'c';
