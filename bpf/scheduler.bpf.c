@@ -426,6 +426,9 @@ SEC("iter/task")
 int top_tasks(struct bpf_iter__task *ctx) {
   struct task_struct *t = ctx->task;
   if (!t || !track_all) return 0;
+  // A zombie (or one on its way out) has had, or is about to have, its last switch: its figures
+  // are the exited map's, never also a live task's.
+  if (t->exit_state) return 0;
   struct pm_task rec = {};
   rec.pid = t->pid;
   rec.tgid = t->tgid;

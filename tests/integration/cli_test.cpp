@@ -148,7 +148,7 @@ TEST(Cli, UnwritableOutputIsAUsageError) {
 }
 
 TEST(Cli, SystemModeSigintPrintsTheSummary) {
-  Outcome o = run_pm({"--format", "json", "--interval", "200ms"}, {.sigint_after = std::chrono::milliseconds(900)});
+  Outcome o = run_pm({"--format", "json", "--interval", "200ms"}, {.sigint_after = std::chrono::milliseconds(1500)});
   EXPECT_EQ(o.exit_code, 0) << o.err;
   ASSERT_FALSE(o.summary.is_null()) << o.out;
   EXPECT_EQ(o.summary["end_reason"], "interrupted");

@@ -87,8 +87,9 @@ class ExactTest : public ::testing::Test {
     double cpu_truth = m.both("user_s") + m.both("system_s");
     EXPECT_NEAR(cpu, cpu_truth, 0.05 * cpu_truth + 0.004) << m.o.summary.dump();
     EXPECT_NEAR(cpu, m.num("proc_on_cpu_seconds"), 2e-6);  // each printed to the microsecond
-    // Faults: measure's own steps before the baseline are in its rusage and not in ours.
-    EXPECT_NEAR(m.num("proc_minor_faults"), m.both("minflt"), 3);
+    // Faults: a few of measure's own, before the baseline or after its measurement, are on one
+    // side only.
+    EXPECT_NEAR(m.num("proc_minor_faults"), m.both("minflt"), 8);
     EXPECT_EQ(m.num("proc_major_faults"), m.both("majflt"));
     // Each task's last switch is voluntary and lands after its parent took its figures.
     double vol = m.num("proc_voluntary_switches"), vol_truth = m.both("nvcsw");

@@ -129,7 +129,7 @@ int progs_while_running(const std::vector<std::string>& args) {
 
 TEST_F(SchedulerTest, DisabledMeansNothingAttached) {
   std::string path = scratch_dir() + "/pm-sched-off.toml";
-  std::ofstream(path) << "[scheduler]\nenabled = false\n[block_io]\nenabled = false\n";
+  std::ofstream(path) << "[scheduler]\nenabled = false\n[block_io]\nenabled = false\n[top]\ncount = 0\n";
   EXPECT_EQ(progs_while_running({"--config", path}), 0);
   EXPECT_GT(progs_while_running({}), 0);
 }

@@ -72,11 +72,13 @@ TEST(CompareRuns, TwiceTheCpuWorkIsASignificantRegression) {
   EXPECT_GT((*cpu)["shift"]["low"].get<double>(), 0);
   std::cout << "[ INFO     ] proc_cpu_user_seconds: base " << (*cpu)["base"] << " new " << (*cpu)["new"] << " p "
             << (*cpu)["p"] << " p adj " << (*cpu)["p_adjusted"] << "\n";
-  // The perf counters' task clock says the same (exact test: no ties at nanoseconds).
+  // The perf counters' task clock says the same: the runs separate completely (p = 2/252 when no
+  // two values tie; the JSON prints microseconds, so a tie now and then takes the normal
+  // approximation, a little above).
   if (const Json* clock = figure(cmp, "pmc_task_clock_seconds")) {
     EXPECT_EQ((*clock)["verdict"], "higher");
     EXPECT_TRUE((*clock)["worse"].get<bool>());
-    EXPECT_NEAR((*clock)["p"].get<double>(), 2.0 / 252, 1e-9);
+    EXPECT_LE((*clock)["p"].get<double>(), 0.02);
   } else {
     std::cout << "[ INFO     ] no pmc_task_clock_seconds in these runs (no perf counters here)\n";
   }

@@ -73,6 +73,20 @@ struct Totals {
     faults += static_cast<double>(fig[PM_T_MINOR_FAULTS] + fig[PM_T_MAJOR_FAULTS]);
     switches += static_cast<double>(fig[PM_T_VOLUNTARY] + fig[PM_T_INVOLUNTARY]);
   }
+  // Each figure at least o's: a reading that missed a task on its way out (it is in the next
+  // one, among the dead) never makes a total go back, nor counts twice what it had.
+  void at_least(const Totals& o) {
+    auto up = [](double& a, double b) { a = std::max(a, b); };
+    up(user_ticks, o.user_ticks);
+    up(system_ticks, o.system_ticks);
+    up(on_cpu, o.on_cpu);
+    up(runq, o.runq);
+    up(blocked, o.blocked);
+    up(read, o.read);
+    up(write, o.write);
+    up(faults, o.faults);
+    up(switches, o.switches);
+  }
   void add(const Totals& o) {
     user_ticks += o.user_ticks;
     system_ticks += o.system_ticks;
@@ -254,7 +268,11 @@ void TopSource::collect(Samples& out) {
   std::map<std::string, int> group_procs;
   auto add_row = [&](const ProcessKey& pk, State::Process& p, const Totals& now_totals, bool gone) {
     TopFigures f = delta(now_totals, p.seen ? p.last : Totals{});
-    p.last = now_totals;
+    if (p.seen) {
+      p.last.at_least(now_totals);
+    } else {
+      p.last = now_totals;
+    }
     p.seen = true;
     if (auto r = rss.find(pk); r != rss.end()) f.rss_bytes = r->second;
     if (seconds == 0) return;  // the baseline reading

@@ -43,6 +43,9 @@ bool same_memory(double a, double b) { return std::abs(a - b) <= std::max(1024.0
 PssSampler::PssSampler(std::string proc_root, double cpu_budget) : proc_(std::move(proc_root)), budget_(cpu_budget) {}
 
 bool PssSampler::due(const std::vector<Member>& members, Clock::time_point now) const {
+  // Memory beyond what any kept pass saw is the run's maximum in the making: it gets a pass (one
+  // per 100 ms at most) whatever the budget, or a short peak would be missed.
+  if (have_ && rss_sum(members) > 1.05 * max_rss_ && now - last_pass_ >= std::chrono::milliseconds(100)) return true;
   if (now < next_allowed_) return false;
   if (!have_ || now - last_pass_ >= std::chrono::seconds(1)) return true;
   return fingerprint(members) != last_members_ || !same_memory(rss_sum(members), last_rss_);
@@ -83,6 +86,7 @@ void PssSampler::update(const std::vector<Member>& members, Clock::time_point no
   pss_ = pss;
   shared_ = shared;
   have_ = true;
+  max_rss_ = std::max(max_rss_, rss);
 }
 
 }  // namespace pm

@@ -50,6 +50,7 @@ class PssSampler {
   FileReader reader_;
   uint64_t last_members_ = 0;  // which processes the last pass read (an order-free fingerprint)
   double last_rss_ = 0;
+  double max_rss_ = 0;  // the most RSS a kept pass saw: more than that is worth a pass at once
   Clock::time_point last_pass_{}, next_allowed_{};
   double pss_ = 0, shared_ = 0;
   bool have_ = false;
