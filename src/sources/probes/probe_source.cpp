@@ -50,14 +50,28 @@ double mono_seconds_now() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// The label of each probe: its short name, or the full one where two probes share it.
+static_assert(probes::kMaxProbes < PM_REQUEST_FUNC, "a probe's index must stay below the request's");
+
+// The label of each probe: its short name, or the full one where two probes share it, and the
+// binary's file name as well where even that is shared (malloc in libc and in another
+// allocator): two series of one name would be one to Prometheus.
 std::vector<std::string> labels_of(const std::vector<probes::ResolvedProbe>& list) {
-  std::map<std::string, int> uses;
-  for (const auto& p : list) ++uses[probes::base_name(p.function)];
+  using Namer = std::string (*)(const probes::ResolvedProbe&);
+  const Namer tiers[] = {
+      [](const probes::ResolvedProbe& p) { return probes::base_name(p.function); },
+      [](const probes::ResolvedProbe& p) { return p.function; },
+      [](const probes::ResolvedProbe& p) { return p.function + " (" + p.path.substr(p.path.rfind('/') + 1) + ")"; },
+      [](const probes::ResolvedProbe& p) { return p.function + " (" + p.path + ")"; },
+  };
+  std::vector<std::map<std::string, int>> uses(std::size(tiers));
+  for (const auto& p : list) {
+    for (size_t t = 0; t < std::size(tiers); ++t) ++uses[t][tiers[t](p)];
+  }
   std::vector<std::string> out;
   for (const auto& p : list) {
-    std::string b = probes::base_name(p.function);
-    out.push_back(uses[b] > 1 ? p.function : b);
+    size_t t = 0;
+    while (t + 1 < std::size(tiers) && uses[t][tiers[t](p)] > 1) ++t;
+    out.push_back(tiers[t](p));
   }
   return out;
 }

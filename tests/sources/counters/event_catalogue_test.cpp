@@ -153,9 +153,46 @@ TEST(EventCatalogue, PmuTerms) {
   EXPECT_TRUE(e.cpus.empty());  // the cpu PMU has no cpumask: every CPU
   EXPECT_EQ(e.scale, 1.0);
 
-  // Decimal values, spaces around terms.
+  // Decimal values, spaces around terms: one event, so one name (written one way).
   EXPECT_EQ(must_parse(" cpu/event=46, umask=65/ ").config, 0x412eu);
-  EXPECT_EQ(must_parse(" cpu/event=46, umask=65/ ").name, "cpu/event=46, umask=65/");
+  EXPECT_EQ(must_parse(" cpu/event=46, umask=65/ ").name, "cpu/event=0x2e,umask=0x41/");
+  EXPECT_EQ(must_parse("cpu/ event = 0X2E ,umask=65/").name, "cpu/event=0x2e,umask=0x41/");
+  EXPECT_EQ(must_parse("cpu/event=0x2e,inv/").name, "cpu/event=0x2e,inv/");
+  EXPECT_EQ(must_parse("r01C2").name, "r01c2");
+  // The canonical name parses to itself.
+  for (const char* n : {" cpu/event=46, umask=65/ ", "cpu/cache-misses/", "power/energy-pkg/", "r01C2"}) {
+    EventSpec once = must_parse(n);
+    EXPECT_EQ(must_parse(once.name).name, once.name) << n;
+  }
+}
+
+// The repro: two spellings of one event were two series of one name (a value lost in
+// JSON, a duplicate series that Prometheus rejects). Now they are one event.
+TEST(EventCatalogue, SpellingsOfOneEventAreOneEvent) {
+  auto set = kFixture.parse_list("software/config=1/,software/config= 1/");
+  ASSERT_TRUE(set.ok()) << set.error().message;
+  ASSERT_EQ(set->size(), 1u);
+  EXPECT_EQ((*set)[0].name, "software/config=0x1/");
+  // Every way of writing the same perf_event_attr: generic names and their aliases, the config
+  // file's spelling, PMU terms in another base or order, a PMU alias and its expansion, raw in
+  // either case. The first spelling names it.
+  for (const std::vector<std::string>& same : std::vector<std::vector<std::string>>{
+           {"cycles", "cpu-cycles", "CPU_CYCLES"},
+           {"cache_misses", "cache-misses"},
+           {"task-clock", "software/config=1/", "software/config=0x1/"},
+           {"cpu/event=0x2e,umask=0x41/", "cpu/umask=65,event=46/", "cpu/cache-misses/"},
+           {"r01c2", "r01C2", "r1c2"},
+       }) {
+    auto r = kFixture.parse_set(same);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(r->size(), 1u) << same[0];
+    EXPECT_EQ((*r)[0].name, kFixture.parse(same[0])->name);
+  }
+  // Different events stay apart, in the order given.
+  auto two = kFixture.parse_list("software/config=1/,software/config=2/,cycles");
+  ASSERT_TRUE(two.ok());
+  ASSERT_EQ(two->size(), 3u);
+  EXPECT_EQ((*two)[1].name, "software/config=0x2/");
 }
 
 TEST(EventCatalogue, PmuAliasExpands) {
