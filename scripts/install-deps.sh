@@ -19,7 +19,6 @@ packages=(
   libbpf-dev libelf-dev zlib1g-dev   # loading the eBPF programs (libbpf and what it links)
   liblzma-dev                        # probes: symbols in the xz-compressed .gnu_debugdata
   binutils xz-utils                  # tests: build a MiniDebugInfo binary (objcopy, xz)
-  libcpp-httplib-dev                 # the HTTP server of the Prometheus exporter (--prometheus)
   dpkg-dev                           # cpack -G DEB: dpkg-shlibdeps works out the package's dependencies
   prometheus                         # tests: promtool's linter and a real server scraping perf-monitor
 )

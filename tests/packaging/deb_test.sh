@@ -1,6 +1,6 @@
 #!/bin/sh
 # `cpack -G DEB` builds a .deb that holds the binary, the systemd unit, the documentation and
-# the examples, depends on the HTTP library the exporter links, and whose binary runs.
+# the examples, depends on the libraries the binary links, and whose binary runs.
 #   deb_test.sh BUILD_DIR      (exit 77: skipped, with the reason)
 set -eu
 build=$1
@@ -32,7 +32,7 @@ for f in ./usr/bin/perf-monitor ./usr/lib/systemd/system/perf-monitor.service \
 done
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-echo "$depends" | grep -q libcpp-httplib || { echo "Depends lacks libcpp-httplib"; exit 1; }
+if echo "$depends" | grep -q libcpp-httplib; then echo "Depends names libcpp-httplib, which is not linked"; exit 1; fi
 echo "$depends" | grep -q libbpf || { echo "Depends lacks libbpf"; exit 1; }
 dpkg-deb -x "$deb" "$out/root"
 version=$("$out/root/usr/bin/perf-monitor" --version)
