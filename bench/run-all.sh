@@ -18,3 +18,7 @@ echo "== eBPF overhead on a pinned pipe ping-pong"
 echo
 echo "== cost per probed call (uprobe + uretprobe), side by side"
 "$(dirname "$0")/probe_overhead.sh" "$build" 200000 5
+
+echo
+echo "== the end of a run with 62 probes: summary and exit after the command's"
+"$build/bench/probe_end" "$build/perf-monitor" "$build/tests/pm-many-functions" 62 3
