@@ -222,7 +222,9 @@ class BoundsScan {
                                                     std::to_string(kMaxConfigBytes >> 20) +
                                                     " MiB: not a perf-monitor configuration");
     }
-    for (size_t i = 0; i < text_.size();) {
+    // A UTF-8 byte order mark is the parser's to skip.
+    size_t start = text_.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+    for (size_t i = start; i < text_.size();) {
       char c = text_[i];
       if (c == '\n') {
         newline(i);
@@ -242,15 +244,22 @@ class BoundsScan {
         continue;
       }
       if (c == '"' || c == '\'') {
-        size_t start = i;
+        size_t from = i;
         i = skip_string(i);
-        PM_TRY(token(start, i));
+        PM_TRY(string_error_);
+        PM_TRY(token(from, i));
         continue;
       }
+      // TOML allows other than ASCII only in strings and comments; and toml++ 3.3 reaches an
+      // "unreachable" point (undefined behaviour) when it asks whether such a character is
+      // whitespace, which it does wherever a token may end.
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        return error(i, "a character other than ASCII outside a string or comment");
+      }
       if (is_bare_key_char(c)) {
-        size_t start = i;
+        size_t from = i;
         while (i < text_.size() && is_bare_key_char(text_[i])) ++i;
-        PM_TRY(token(start, i));
+        PM_TRY(token(from, i));
         continue;
       }
       if (c == '.' && run_parts_ > 0 && !after_dot_) {
@@ -297,6 +306,22 @@ class BoundsScan {
     while (i < text_.size()) {
       char c = text_[i];
       if (c == '\\' && q == '"') {
+        if (multi) {
+          // After a backslash toml++ asks whether what follows is whitespace (a line-ending
+          // backslash trims it): the first character after any blanks and newlines must be
+          // ASCII (see run()).
+          size_t j = i + 1;
+          while (j < text_.size() && (text_[j] == ' ' || text_[j] == '\t' || text_[j] == '\r' || text_[j] == '\n')) {
+            if (text_[j] == '\n') newline(j);
+            ++j;
+          }
+          if (j < text_.size() && static_cast<unsigned char>(text_[j]) >= 0x80) {
+            string_error_ = error(j, "a character other than ASCII right after a backslash and blanks");
+            return text_.size();
+          }
+          i = j == i + 1 ? i + 2 : j;  // an escape, or the trimmed blanks
+          continue;
+        }
         if (i + 1 < text_.size() && text_[i + 1] == '\n') newline(i + 1);
         i += 2;
         continue;
@@ -350,6 +375,7 @@ class BoundsScan {
   }
 
   std::string_view text_, origin_;
+  Status string_error_;  // what skip_string found wrong
   size_t line_ = 1, line_start_ = 0;
   bool line_fresh_ = true;  // nothing but blanks and comments on this line so far
   bool in_value_ = false;   // after a key's '=' (until the line ends outside brackets)

@@ -194,3 +194,40 @@ TEST(ConfigEmptyValues, AreErrorsThatSayWhere) {
 
 }  // namespace
 }  // namespace pm
+
+namespace pm {
+namespace {
+
+// Found by fuzzing (fuzz/config_fuzz.cpp): toml++ 3.3 reaches an "unreachable" point —
+// undefined behaviour — when it asks whether a character such as U+00A1 is whitespace, which it
+// does outside strings and comments, and after a backslash in a multi-line string. TOML allows
+// such characters only inside strings and comments: elsewhere they are refused before parsing.
+TEST(ConfigBounds, NonAsciiOutsideStringsIsRefusedBeforeTheParser) {
+  for (const char* text : {"[output]\nformat = \"json\" \xc2\xa1\n", "\xc2\xa1 = 1\n", "[output\xc2\xa1]\n",
+                           "a.\xc2\xa1" "b = 1\n", "a = 1979-05-27\xc2\xa1\n", "a = [ \n\xc2\xa1 ]\n",
+                           "a = { \xc2\xa1 = 1 }\n", "[output]\nfile = 1\xc2\xa1\n"}) {
+    Config c;
+    Status st = apply_toml(text, "u.toml", c);
+    ASSERT_FALSE(st.ok()) << text;
+    EXPECT_NE(st.error().message.find("other than ASCII outside a string or comment"), std::string::npos)
+        << st.error().message;
+  }
+  for (const char* text : {"[output]\nfile = \"\"\"a\\\xc2\xa1\"\"\"\n", "[output]\nfile = \"\"\"a\\ \t\xc2\xa1\"\"\"\n",
+                           "[output]\nfile = \"\"\"a\\\n  \n \xc2\xa1\"\"\"\n"}) {
+    Config c;
+    Status st = apply_toml(text, "u.toml", c);
+    ASSERT_FALSE(st.ok()) << text;
+    EXPECT_NE(st.error().message.find("right after a backslash"), std::string::npos) << st.error().message;
+  }
+  // Where TOML allows them, they stay allowed (and a byte order mark at the start too).
+  for (const char* text : {"[output]\nfile = \"\xc2\xa1\"\n", "[output]\nfile = '\xc2\xa1'\n",
+                           "[output] # \xc2\xa1\nformat = \"json\"\n", "[output]\nfile = \"\"\"\xc2\xa1\n\xc2\xa1\"\"\"\n",
+                           "\xEF\xBB\xBF[output]\nformat = \"json\"\n", "[output]\nfile = \"\"\"a\\\n  b\"\"\"\n"}) {
+    Config c;
+    Status st = apply_toml(text, "u.toml", c);
+    EXPECT_TRUE(st.ok()) << text << ": " << st.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace pm

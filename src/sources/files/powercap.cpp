@@ -14,14 +14,19 @@
 
 namespace pm {
 
+namespace {
+// At the top a total stays there: a running total never goes backwards, whatever the files say.
+uint64_t saturating_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+}  // namespace
+
 uint64_t WrappingCounter::update(uint64_t raw) {
   // A wrap passed the wrap point once: the total grows by (wrap - last) + raw. max_seen_ is at
   // most range_ for a sane counter; taking the larger keeps a bogus reading from going backwards.
-  if (started_ && raw < last_) offset_ += std::max(range_, max_seen_);
+  if (started_ && raw < last_) offset_ = saturating_add(offset_, std::max(range_, max_seen_));
   started_ = true;
   last_ = raw;
   max_seen_ = std::max(max_seen_, raw);
-  return offset_ + raw;
+  return saturating_add(offset_, raw);
 }
 
 namespace {
