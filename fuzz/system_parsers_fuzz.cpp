@@ -36,8 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)pm::procfs::parse_millicelsius(text);
       break;
     case 7: {
-      // /sys/devices/system/cpu/online and a PMU's cpumask.
-      (void)pm::parse_cpu_list(text);
+      // /sys/devices/system/cpu/online and a PMU's cpumask: never longer than the bound.
+      auto cpus = pm::parse_cpu_list(text);
+      if (cpus && cpus->size() > pm::kMaxCpuListEntries) std::abort();
       break;
     }
   }
