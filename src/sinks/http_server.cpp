@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -118,8 +117,6 @@ class EpollServer final : public Server {
     return {};
   }
 
-  [[nodiscard]] size_t connections() const override { return count_.load(std::memory_order_relaxed); }
-
  private:
   static constexpr uint64_t kListenKey = ~uint64_t{0};
   static constexpr uint64_t kStopKey = ~uint64_t{0} - 1;
@@ -190,7 +187,6 @@ class EpollServer final : public Server {
       c.deadline = Clock::now() + limits_.request_time;
       if (!watch(fd, EPOLLIN | EPOLLRDHUP, static_cast<uint64_t>(fd))) continue;  // closed by ~Connection
       conns_.emplace(fd, std::move(c));
-      count_.store(conns_.size(), std::memory_order_relaxed);
     }
   }
 
@@ -209,7 +205,6 @@ class EpollServer final : public Server {
 
   void close(int fd) {
     conns_.erase(fd);  // closing the fd also removes it from the epoll set
-    count_.store(conns_.size(), std::memory_order_relaxed);
   }
 
   void expire() {
@@ -387,7 +382,6 @@ class EpollServer final : public Server {
   std::map<int, Connection> conns_;
   uint64_t serial_ = 0;
   std::optional<Clock::time_point> listen_paused_until_;
-  std::atomic<size_t> count_{0};
 };
 
 }  // namespace

@@ -44,8 +44,6 @@ class Server {
   virtual ~Server() = default;
   // Starts the server's thread; it blocks every signal (they stay with the event loop).
   virtual Status start(Handler handler) = 0;
-  // What the server holds now (tests).
-  [[nodiscard]] virtual size_t connections() const = 0;
 };
 
 }  // namespace pm::http

@@ -149,17 +149,20 @@ Error unknown_event(std::string_view text) {
   // Compare folded forms so "CACHE_MISSEZ" still finds cache-misses; aliases count as candidates
   // but are suggested under their own spelling.
   std::string key = fold(text);
+  // Beyond about a third of the name, a "suggestion" is noise.
+  size_t limit = std::max<size_t>(2, key.size() / 3);
   std::vector<std::pair<size_t, std::string>> scored;
   auto consider = [&](std::string_view name) {
-    scored.emplace_back(edit_distance(key, fold(name)), std::string(name));
+    // The distance is at least the difference in length: only names that could come within
+    // the limit are measured (the cost is the product of the lengths).
+    size_t gap = key.size() > name.size() ? key.size() - name.size() : name.size() - key.size();
+    if (gap <= limit) scored.emplace_back(edit_distance(key, fold(name)), std::string(name));
   };
   for (const EventSpec& e : builtin_specs()) consider(e.name);
   for (const Generic& g : kGeneric) {
     if (g.alias) consider(g.alias);
   }
   std::sort(scored.begin(), scored.end());
-  // Beyond about a third of the name, a "suggestion" is noise.
-  size_t limit = std::max<size_t>(2, key.size() / 3);
   std::string hints;
   for (size_t i = 0; i < scored.size() && i < 3 && scored[i].first <= limit; ++i) {
     hints += (i ? ", " : "") + scored[i].second;
