@@ -229,10 +229,12 @@ class BoundsScan {
       if (c == '\n') {
         newline(i);
         end_run();
+        value_token_ = false;
         ++i;
         continue;
       }
       if (c == ' ' || c == '\t' || c == '\r') {
+        value_token_ = false;
         ++i;  // also between the parts of a key: a . b
         continue;
       }
@@ -241,13 +243,15 @@ class BoundsScan {
       if (c == '#') {
         while (i < text_.size() && text_[i] != '\n') ++i;
         line_fresh_ = fresh;
+        value_token_ = false;
         continue;
       }
-      if (c == '"' || c == '\'') {
+      if ((c == '"' || c == '\'') && opens_string(i, start)) {
         size_t from = i;
         i = skip_string(i);
         PM_TRY(string_error_);
         PM_TRY(token(from, i));
+        value_token_ = !in_key_context();  // what is glued to a string belongs to a bad token
         continue;
       }
       // TOML allows other than ASCII only in strings and comments; and toml++ 3.3 reaches an
@@ -260,6 +264,7 @@ class BoundsScan {
         size_t from = i;
         while (i < text_.size() && is_bare_key_char(text_[i])) ++i;
         PM_TRY(token(from, i));
+        value_token_ = !in_key_context();
         continue;
       }
       if (c == '.' && run_parts_ > 0 && !after_dot_) {
@@ -268,18 +273,37 @@ class BoundsScan {
         continue;
       }
       end_run();
-      if (c == '[' && fresh && depth_ == 0 && !in_value_) {
+      // Inside a value's token (0[..., 1=2) brackets and '=' are just bad characters to the
+      // parser: it reads on to the token's end (a blank, ',', ']', '}' or '#').
+      if (value_token_ && c != ',' && c != ']' && c != '}') {
+        ++i;
+        continue;
+      }
+      value_token_ = false;
+      if (c == '[' && fresh && containers_.empty() && !in_value_) {
         i += text_.substr(i, 2) == "[[" ? 2 : 1;  // a [table] or [[array of tables]] header
         continue;
       }
-      if (c == '[' || c == '{') {
-        if (++depth_ > kMaxValueNesting) {
+      bool key = in_key_context();
+      if ((c == '[' || c == '{') && !key) {
+        if (containers_.size() == kMaxValueNesting) {
           return error(i, "arrays and inline tables nest more than " + std::to_string(kMaxValueNesting) + " deep");
         }
-      } else if ((c == ']' || c == '}') && depth_ > 0) {
-        --depth_;
-      } else if (c == '=' && depth_ == 0) {
-        in_value_ = true;
+        containers_.push_back(c);
+        expect_key_ = c == '{';
+      } else if ((c == ']' || c == '}') && !containers_.empty()) {
+        containers_.pop_back();
+        expect_key_ = false;  // what follows a value: ',' or the end of its container
+      } else if (c == ',' && !containers_.empty()) {
+        expect_key_ = containers_.back() == '{';
+      } else if (c == '=' && key) {
+        if (containers_.empty()) {
+          in_value_ = true;
+        } else {
+          expect_key_ = false;
+        }
+      } else if (!key && c != ',' && c != ']' && c != '}') {
+        value_token_ = true;  // a value that starts with '+', ':', '=', ...
       }
       ++i;
     }
@@ -290,10 +314,27 @@ class BoundsScan {
   void newline(size_t i) {
     ++line_;
     line_start_ = i + 1;
-    if (depth_ == 0) {
+    if (containers_.empty()) {
       in_value_ = false;
       line_fresh_ = true;
     }
+  }
+
+  // A quote opens a string only where TOML can have one: where a value begins (not inside a
+  // value's token: 2:"..., +c."..., 0['...), and in a key at the start, after a blank, '[',
+  // '.' or ','. Elsewhere the parser reads it as part of a bad value, asking of each character
+  // after it whether it is whitespace: what follows is outside any string here too. (A quoted
+  // part of a dotted key inside an inline table is refused by this, when it holds other than
+  // ASCII: a small price.)
+  [[nodiscard]] bool opens_string(size_t i, size_t start) const {
+    if (!in_key_context()) return !value_token_;
+    if (i == start) return true;
+    return std::string_view(" \t\r\n=[{,.").find(text_[i - 1]) != std::string_view::npos;
+  }
+
+  // Where a key is read: a line outside any value, and an inline table before its '='.
+  [[nodiscard]] bool in_key_context() const {
+    return containers_.empty() ? !in_value_ : containers_.back() == '{' && expect_key_;
   }
 
   // The index just past the string that starts at i (or where it stops being one: the parser
@@ -379,7 +420,9 @@ class BoundsScan {
   size_t line_ = 1, line_start_ = 0;
   bool line_fresh_ = true;  // nothing but blanks and comments on this line so far
   bool in_value_ = false;   // after a key's '=' (until the line ends outside brackets)
-  size_t depth_ = 0;        // arrays and inline tables open in the value
+  std::vector<char> containers_;  // '[' and '{' open in the value, innermost last
+  bool expect_key_ = false;       // in the innermost inline table, before a key's '='
+  bool value_token_ = false;      // in a value, inside a token (a number, a date, a bad one)
   size_t run_parts_ = 0;    // keys in the current dotted run (0: none)
   bool after_dot_ = false;  // the run's last token is followed by a '.'
   size_t run_start_ = 0, run_line_ = 0, run_col_ = 0;

@@ -205,7 +205,11 @@ namespace {
 TEST(ConfigBounds, NonAsciiOutsideStringsIsRefusedBeforeTheParser) {
   for (const char* text : {"[output]\nformat = \"json\" \xc2\xa1\n", "\xc2\xa1 = 1\n", "[output\xc2\xa1]\n",
                            "a.\xc2\xa1" "b = 1\n", "a = 1979-05-27\xc2\xa1\n", "a = [ \n\xc2\xa1 ]\n",
-                           "a = { \xc2\xa1 = 1 }\n", "[output]\nfile = 1\xc2\xa1\n"}) {
+                           "a = { \xc2\xa1 = 1 }\n", "[output]\nfile = 1\xc2\xa1\n",
+                           // A quote inside a bad value opens no string: 2:"... is read as a time.
+                           "a = 2:\"eeee\x01" "c.d%3-7\xcb\xb2: }\n", "a = x\"\xc2\xa1\"\n",
+                           "a = +++++++c.\"++++\xef\xb3\xbf++++++c++++\n", "a= 0['[\xef\xbb\xbd\x00t",
+                           "a = 1=\"\xc2\xa1\"\n", "a = [1, 2\"\xc2\xa1\"]\n"}) {
     Config c;
     Status st = apply_toml(text, "u.toml", c);
     ASSERT_FALSE(st.ok()) << text;
@@ -222,7 +226,8 @@ TEST(ConfigBounds, NonAsciiOutsideStringsIsRefusedBeforeTheParser) {
   // Where TOML allows them, they stay allowed (and a byte order mark at the start too).
   for (const char* text : {"[output]\nfile = \"\xc2\xa1\"\n", "[output]\nfile = '\xc2\xa1'\n",
                            "[output] # \xc2\xa1\nformat = \"json\"\n", "[output]\nfile = \"\"\"\xc2\xa1\n\xc2\xa1\"\"\"\n",
-                           "\xEF\xBB\xBF[output]\nformat = \"json\"\n", "[output]\nfile = \"\"\"a\\\n  b\"\"\"\n"}) {
+                           "\xEF\xBB\xBF[output]\nformat = \"json\"\n", "[output]\nfile = \"\"\"a\\\n  b\"\"\"\n",
+                           "[pmc]\nevents = [\"\xc2\xa1\",\"\xc2\xa1\"]\n"}) {
     Config c;
     Status st = apply_toml(text, "u.toml", c);
     EXPECT_TRUE(st.ok()) << text << ": " << st.error().message;
