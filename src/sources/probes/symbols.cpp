@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "core/fd.h"
@@ -108,15 +109,38 @@ Result<ElfFile> open_elf(const std::string& path) {
 // xz-compressed bytes (the MiniDebugInfo of .gnu_debugdata) decompressed. Corrupt data is
 // nothing (the other tables may still name the function); data that would decompress beyond
 // kMaxDebugDataBytes, or need more memory to do so, is an error: an xz bomb.
+// The uncompressed size an xz stream's index states (the last stream's, read from its footer:
+// MiniDebugInfo is one stream), or nullopt where it cannot be read. It may lie: it only saves
+// decompressing what it says is too large, and sizes the buffer.
+std::optional<uint64_t> xz_stated_size(const uint8_t* data, size_t size) {
+  if (size < 2 * LZMA_STREAM_HEADER_SIZE) return std::nullopt;
+  lzma_stream_flags footer;
+  if (lzma_stream_footer_decode(&footer, data + size - LZMA_STREAM_HEADER_SIZE) != LZMA_OK) return std::nullopt;
+  if (footer.backward_size > size - 2 * LZMA_STREAM_HEADER_SIZE) return std::nullopt;
+  lzma_index* index = nullptr;
+  uint64_t memlimit = 1 << 20;
+  size_t pos = 0;
+  const uint8_t* at = data + size - LZMA_STREAM_HEADER_SIZE - footer.backward_size;
+  if (lzma_index_buffer_decode(&index, &memlimit, nullptr, at, &pos, footer.backward_size) != LZMA_OK) {
+    return std::nullopt;
+  }
+  uint64_t n = lzma_index_uncompressed_size(index);
+  lzma_index_end(index, nullptr);
+  return n;
+}
+
 Result<std::vector<char>> unxz(const char* data, size_t size, std::string_view what) {
   auto too_large = [&] {
     return invalid(std::string(what) + ": its .gnu_debugdata decompresses to more than " +
                    std::to_string(kMaxDebugDataBytes >> 20) + " MiB: not MiniDebugInfo");
   };
+  auto stated = xz_stated_size(reinterpret_cast<const uint8_t*>(data), size);
+  if (stated && *stated > kMaxDebugDataBytes) return too_large();  // refused unread
   lzma_stream strm = LZMA_STREAM_INIT;
   if (lzma_stream_decoder(&strm, kMaxDebugDataBytes, 0) != LZMA_OK) return std::vector<char>{};
   std::unique_ptr<lzma_stream, void (*)(lzma_stream*)> guard(&strm, lzma_end);
-  std::vector<char> out(std::min(size * 4 + 4096, kMaxDebugDataBytes));
+  // One byte more than stated: a stream that goes on past its index's word is seen to.
+  std::vector<char> out(std::min(stated ? *stated + 1 : size * 4 + 4096, kMaxDebugDataBytes));
   strm.next_in = reinterpret_cast<const uint8_t*>(data);
   strm.avail_in = size;
   lzma_ret ret = LZMA_OK;
