@@ -52,7 +52,7 @@ Result<ListenAddress> parse_listen_address(std::string_view text) {
   if (value == 0 || value > 65535) return bad(text, "the port must be between 1 and 65535");
   a.port = static_cast<uint16_t>(value);
 
-  if (host.empty() || host == "localhost") {
+  if (!a.ipv6 && (host.empty() || host == "localhost")) {
     a.host = "127.0.0.1";  // loopback unless another address is written out
     return a;
   }
