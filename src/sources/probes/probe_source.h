@@ -35,8 +35,9 @@ class ProbeSource : public Source {
   [[nodiscard]] int ring_fd() const;
   void drain(size_t bound);
   void on_span(std::function<void(const Span&)> handler);
-  // Detaches the probes and hands on every span still in the kernel (the CPUs send spans in
-  // batches): call before the last collect.
+  // Stops the probes taking calls in and hands on every span still in the kernel (the CPUs send
+  // spans in batches): call before the last collect. They are detached when the source is
+  // destroyed (taking uprobes down waits for the kernel: after the summary, not before).
   void stop();
   // The slowest spans that carry their own request ID, longest first.
   [[nodiscard]] std::vector<Span> slowest_requests() const;
