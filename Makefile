@@ -3,13 +3,16 @@
 #   make run    installs what is missing, builds, and starts the live system-wide monitor
 #   make test   installs what is missing, builds, and runs the whole test suite, then again
 #               under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz   builds the libFuzzer targets (clang) and runs each for a million executions
 # Other targets: build, bench, clean.
 
 JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_RUNS ?= 1000000
 
-.PHONY: run test deps build build-asan bench clean
+.PHONY: run test deps build build-asan build-fuzz fuzz bench clean
 
 deps:
 	@scripts/install-deps.sh
@@ -22,19 +25,28 @@ build-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPM_SANITIZE=ON -DPM_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
+# The fuzzers: every parser of outside input, under clang's libFuzzer with ASan and UBSan.
+build-fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD) -DPM_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+fuzz: build-fuzz
+	fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_RUNS)
+
 run: build
 	./$(BUILD)/perf-monitor
 
 # After each run, the reason of every skipped test (a feature this host lacks) is printed.
 SKIP_REASONS = grep -h -A1 ': Skipped$$' Testing/Temporary/LastTest.log | grep -v -- '^--$$' | paste - - | sed 's/^/skipped: /' || true
 
-test: build build-asan
+test: build build-asan build-fuzz
 	cd $(BUILD) && ctest --output-on-failure -j 2 && $(SKIP_REASONS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 2 && $(SKIP_REASONS)
+	cd $(FUZZ_BUILD) && ctest --output-on-failure
 
 bench: build
 	@scripts/install-deps.sh bench
 	bench/run-all.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -23,3 +23,7 @@ echo "== cost per probed call (uprobe + uretprobe), side by side"
 echo
 echo "== perf-monitor report: an hour of live recording at 1 s (3,600 intervals)"
 "$build/bench/report_bench" "$build/perf-monitor" 10
+
+echo
+echo "== the end of a run with 62 probes: summary and exit after the command's"
+"$build/bench/probe_end" "$build/perf-monitor" "$build/tests/pm-many-functions" 62 3

@@ -31,6 +31,11 @@ const volatile __u64 wake_bytes = PM_SPAN_RING_BYTES / 4;
 // monitor's own work on the spans it reports, and feed on itself).
 const volatile __u32 self_tgid = 0;
 
+// Set by user space when monitoring ends: no call or request is taken in from then on, so what
+// the kernel holds can be drained and reported while the probes are still attached (taking a
+// uprobe down waits for the kernel's RCU grace periods: that comes after the summary).
+volatile __u32 stopping = 0;
+
 // Created at a thread's first probed call, freed with the thread.
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -220,6 +225,7 @@ static __always_inline __u64 arg_of(struct pt_regs *ctx, __u32 n) {
 
 SEC("uprobe")
 int call_entry(struct pt_regs *ctx) {
+  if (stopping) return 0;
   __u64 now = bpf_ktime_get_ns();
   struct task_struct *task = bpf_get_current_task_btf();
   struct pm_thread *t = current_thread(task, true, now);
@@ -251,6 +257,7 @@ int call_entry(struct pt_regs *ctx) {
 
 SEC("uretprobe")
 int call_return(struct pt_regs *ctx) {
+  if (stopping) return 0;
   __u64 now = bpf_ktime_get_ns();
   struct task_struct *task = bpf_get_current_task_btf();
   struct pm_thread *t = current_thread(task, false, now);
@@ -289,6 +296,7 @@ int call_return(struct pt_regs *ctx) {
 
 SEC("usdt")
 int BPF_USDT(request_begin, __u64 id) {
+  if (stopping) return 0;
   __u64 now = bpf_ktime_get_ns();
   struct task_struct *task = bpf_get_current_task_btf();
   struct pm_thread *t = current_thread(task, true, now);
@@ -306,6 +314,7 @@ int BPF_USDT(request_begin, __u64 id) {
 
 SEC("usdt")
 int BPF_USDT(request_end, __u64 id) {
+  if (stopping) return 0;
   __u64 now = bpf_ktime_get_ns();
   struct task_struct *task = bpf_get_current_task_btf();
   struct pm_thread *t = current_thread(task, false, now);

@@ -16,11 +16,11 @@ packages=(
   libbenchmark-dev                   # bench/: Google Benchmark
   linux-perf                         # tests: `perf stat`, the independent check of the counters
   clang llvm                         # compiling the eBPF programs (bpf/*.bpf.c)
+  libclang-rt-14-dev                 # fuzz/: libFuzzer and clang's sanitizer runtimes (make fuzz, make test)
   bpftool                            # vmlinux.h from the kernel's BTF, and the skeletons
   libbpf-dev libelf-dev zlib1g-dev   # loading the eBPF programs (libbpf and what it links)
   liblzma-dev                        # probes: symbols in the xz-compressed .gnu_debugdata
   binutils xz-utils                  # tests: build a MiniDebugInfo binary (objcopy, xz)
-  libcpp-httplib-dev                 # the HTTP server of the Prometheus exporter (--prometheus)
   dpkg-dev file                      # cpack -G DEB: dpkg-shlibdeps works out the package's dependencies
   help2man                           # the manual pages, made from --help at build time
   lintian                            # tests: Debian's checker on the .deb

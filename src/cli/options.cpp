@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/options.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <limits>
 #include <optional>
 #include <regex>
 #include <string>
@@ -9,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/duration.h"
+#include "core/output.h"
 #include "core/listen_address.h"
 #include "core/version.h"
 #include "sources/counters/event_catalogue.h"
@@ -47,9 +52,26 @@ Exit status: the command's own in `run` (128+N when killed by signal N), 127 whe
 be found, 126 when it cannot be executed, 2 for usage errors, 1 for other failures.
 )";
 
+// Every flag's value must say something: `--duration ''` is a mistake (an unset variable in a
+// script, say), never "no value".
+const CLI::Validator kNonEmpty(
+    [](std::string& v) { return v.empty() ? std::string("an empty value is not allowed") : std::string(); }, "", "");
+
+// Usage errors exit 2 even where standard error cannot be written (closed, a full disk).
 int usage_error(const std::string& msg) {
-  fmt::print(stderr, "perf-monitor: {} (see 'perf-monitor --help')\n", msg);
+  say(msg + " (see 'perf-monitor --help')");
   return 2;
+}
+
+// --help and --version: CLI11 prints to std::cout; a reader that cannot take it (a full disk,
+// a closed pipe) makes the exit status 1, as with any write that fails.
+int printed(int status) {
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    say("cannot write to standard output");
+    return 1;
+  }
+  return status;
 }
 
 }  // namespace
@@ -71,27 +93,35 @@ Invocation parse_command_line(int argc, char** argv) {
   bool top_threads = false;
   auto add_common = [&](CLI::App* a) {
     a->add_option("-f,--format", format, "Output format: text (default) or json (JSON Lines)")
+        ->check(kNonEmpty)
         ->check(CLI::IsMember({"text", "json"}));
-    a->add_option("-o,--output", output, "Write the output to FILE instead of standard output");
-    a->add_option("-i,--interval", interval, "Time between interval reports, e.g. 500ms, 1s, 5s (default 1s)");
+    a->add_option("-o,--output", output, "Write the output to FILE instead of standard output")->check(kNonEmpty);
+    a->add_option("-i,--interval", interval, "Time between interval reports, e.g. 500ms, 1s, 5s (default 1s)")
+        ->check(kNonEmpty);
     a->add_option("-d,--duration", duration,
-                  "Stop after this long (in `run`, the command is sent SIGTERM, like timeout(1))");
-    a->add_option("-c,--config", config_path, "TOML configuration file; flags override its settings");
+                  "Stop after this long (in `run`, the command is sent SIGTERM, like timeout(1))")
+        ->check(kNonEmpty);
+    a->add_option("-c,--config", config_path, "TOML configuration file; flags override its settings")
+        ->check(kNonEmpty);
     a->add_option("-e,--events", events,
                   "Counters to read, comma-separated: cycles, instructions, cache_misses, L1-dcache-load-misses, "
-                  "r01c2, cpu/event=0x2e,umask=0x41/, power/energy-pkg/ ... (see `perf-monitor list`)");
+                  "r01c2, cpu/event=0x2e,umask=0x41/, power/energy-pkg/ ... (see `perf-monitor list`)")
+        ->check(kNonEmpty);
     a->add_option("--tree-interval", tree_interval,
-                  "How often the process tree is read (default 100ms in run, the interval in attach)");
+                  "How often the process tree is read (default 100ms in run, the interval in attach)")
+        ->check(kNonEmpty);
     a->add_option("--probe", probe_texts,
                   "Probe a function: BINARY:FUNCTION[:argN] (repeatable). FUNCTION is a C name, a C++ name "
                   "(ns::Class::method, optionally with its parameter list) or a mangled one; :argN takes the "
                   "request ID from integer argument N (1-6)")
         ->allow_extra_args(false)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->check(kNonEmpty)
         ->type_name("BINARY:FUNCTION[:argN]");
     a->add_option("--prometheus", prometheus,
                   "Also serve /metrics for Prometheus at ADDR:PORT while monitoring, e.g. 9464 (127.0.0.1:9464), "
                   "0.0.0.0:9464 (every interface), [::1]:9464; alongside the text or JSON output")
+        ->check(kNonEmpty)
         ->type_name("ADDR:PORT");
     a->add_option("--top", top_count, "Live mode: the N busiest processes and cgroups per interval (default 10; 0: off)")
         ->check(CLI::NonNegativeNumber);
@@ -123,7 +153,10 @@ Invocation parse_command_line(int argc, char** argv) {
   CLI::App* attach = app.add_subcommand("attach", "Monitor an already running process tree until it exits");
   add_common(attach);
   int pid = 0;
-  attach->add_option("-p,--pid", pid, "PID of the tree's root process")->required()->check(CLI::PositiveNumber);
+  attach->add_option("-p,--pid", pid, "PID of the tree's root process")
+      ->required()
+      ->check(kNonEmpty)
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
 
   CLI::App* list = app.add_subcommand("list", "Show every source and whether it is available here");
   add_common(list);
@@ -134,15 +167,15 @@ Invocation parse_command_line(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     inv.kind = Invocation::Kind::kDone;
-    inv.exit_code = app.exit(e);
+    inv.exit_code = printed(app.exit(e));
     return inv;
   } catch (const CLI::CallForAllHelp& e) {
     inv.kind = Invocation::Kind::kDone;
-    inv.exit_code = app.exit(e);
+    inv.exit_code = printed(app.exit(e));
     return inv;
   } catch (const CLI::CallForVersion& e) {
     inv.kind = Invocation::Kind::kDone;
-    inv.exit_code = app.exit(e);
+    inv.exit_code = printed(app.exit(e));
     return inv;
   } catch (const CLI::ParseError& e) {
     inv.kind = Invocation::Kind::kDone;
@@ -187,17 +220,12 @@ Invocation parse_command_line(int argc, char** argv) {
   }
 
   // Event names are checked now, so a typo is a usage error before anything starts.
+  // They are kept as a set of canonical names: two spellings of one event are counted once.
   counters::Catalogue catalogue;
-  if (!events.empty()) {
-    auto specs = catalogue.parse_list(events);
-    if (!specs) return fail("--events: " + specs.error().message);
-    c.pmc_events.clear();
-    for (const auto& s : *specs) c.pmc_events.push_back(s.name);
-  } else {
-    for (const std::string& name : c.pmc_events) {
-      if (auto spec = catalogue.parse(name); !spec) return fail("[pmc] events: " + spec.error().message);
-    }
-  }
+  auto specs = !events.empty() ? catalogue.parse_list(events) : catalogue.parse_set(c.pmc_events);
+  if (!specs) return fail((!events.empty() ? "--events: " : "[pmc] events: ") + specs.error().message);
+  c.pmc_events.clear();
+  for (const auto& s : *specs) c.pmc_events.push_back(s.name);
 
   if (top_count) c.top_count = *top_count;
   if (!top_sort.empty()) c.top_sort = *parse_top_sort(top_sort);
@@ -219,9 +247,33 @@ Invocation parse_command_line(int argc, char** argv) {
     if (!spec) return fail(spec.error().message);
     c.probes.push_back(*spec);
   }
+  // One probe per function: the same function named twice (by two spellings, or two paths to
+  // one file) is probed once, and would otherwise be two series of one name.
+  std::vector<ProbeSpec> unique;
+  std::vector<probes::ResolvedProbe> places;
   for (const ProbeSpec& p : c.probes) {
-    if (auto r = probes::resolve_probe(p); !r) return fail("--probe: " + r.error().message);
+    bool written_before = std::any_of(unique.begin(), unique.end(), [&](const ProbeSpec& u) {
+      return u.binary == p.binary && u.function == p.function && u.arg == p.arg;
+    });
+    if (written_before) continue;
+    auto r = probes::resolve_probe(p);
+    if (!r) return fail("--probe: " + r.error().message);
+    auto same = std::find_if(places.begin(), places.end(), [&](const auto& q) { return q.same_place(*r); });
+    if (same != places.end()) {
+      if (same->arg != r->arg) {
+        return fail("--probe: " + p.binary + ":" + p.function + " is " + same->function +
+                    " again, with another request ID argument: give one");
+      }
+      continue;
+    }
+    if (places.size() == probes::kMaxProbes) {
+      return fail("--probe: at most " + std::to_string(probes::kMaxProbes) + " functions can be probed at once (" +
+                  std::to_string(c.probes.size()) + " given)");
+    }
+    places.push_back(std::move(*r));
+    unique.push_back(p);
   }
+  c.probes = std::move(unique);
 
   if (run->parsed()) {
     inv.target.mode = Mode::kRun;

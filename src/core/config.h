@@ -59,8 +59,23 @@ struct Config {
   int max_series = 1000;         // --max-series: cgroup and process-group rows exported at most
 };
 
+// Limits on what is handed to the TOML parser: a configuration is a few hundred bytes, and the
+// parser recurses (and frees nested tables recursively) once per level of nesting.
+inline constexpr size_t kMaxConfigBytes = 1 << 20;
+inline constexpr size_t kMaxKeyParts = 16;     // a.b.c: parts of one dotted key or [table] header
+inline constexpr size_t kMaxKeyBytes = 1024;   // one dotted key or header, quotes included
+inline constexpr size_t kMaxValueNesting = 16;  // arrays and inline tables inside each other
+
+// Checks the bounds above on TOML text without parsing it (strings and comments are skipped,
+// so a dot or bracket inside them does not count). The error names origin:line:column.
+Status check_toml_bounds(std::string_view text, std::string_view origin);
+
 // Applies a TOML document to `config`. `origin` names the file in error messages.
 Status apply_toml(std::string_view text, std::string_view origin, Config& config);
+// Reads a configuration file: a regular file of at most kMaxConfigBytes, or a pipe (`--config
+// <(...)`) that delivers as much within a few seconds. A directory, a device (/dev/zero), or a
+// FIFO nobody writes to is an error, never a read that does not end.
+Result<std::string> read_config_text(const std::string& path);
 Status load_config_file(const std::string& path, Config& config);
 
 }  // namespace pm

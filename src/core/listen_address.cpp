@@ -31,6 +31,7 @@ Result<ListenAddress> parse_listen_address(std::string_view text) {
     size_t close = text.find(']');
     if (close == std::string_view::npos) return bad(text, "no ']' after the IPv6 address");
     host = text.substr(1, close - 1);
+    if (host.empty()) return bad(text, "no IPv6 address in the brackets");  // "[]:80" is not loopback
     if (close + 1 >= text.size() || text[close + 1] != ':') return bad(text, "no ':PORT' after the IPv6 address");
     port = text.substr(close + 2);
     a.ipv6 = true;
@@ -52,7 +53,7 @@ Result<ListenAddress> parse_listen_address(std::string_view text) {
   if (value == 0 || value > 65535) return bad(text, "the port must be between 1 and 65535");
   a.port = static_cast<uint16_t>(value);
 
-  if (host.empty() || host == "localhost") {
+  if (!a.ipv6 && (host.empty() || host == "localhost")) {
     a.host = "127.0.0.1";  // loopback unless another address is written out
     return a;
   }

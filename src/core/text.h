@@ -51,8 +51,6 @@ inline std::string_view next_field(std::string_view& s) {
   return field;
 }
 
-// A sysfs CPU list: "0", "0,28", "0-3,8-11" (surrounding whitespace allowed); nullopt when
-// malformed. The bound keeps a corrupt file from allocating without limit.
 // Levenshtein distance: how "did you mean" suggestions are ranked.
 inline size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -69,6 +67,10 @@ inline size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+// A sysfs CPU list: "0", "0,28", "0-3,8-11" (surrounding whitespace allowed); nullopt when
+// malformed. The bound (CPU numbers and the whole list) keeps a corrupt file from allocating
+// without limit: "0-1048575" repeated a thousand times would be 4 GB.
+inline constexpr size_t kMaxCpuListEntries = size_t{1} << 20;
 inline std::optional<std::vector<int>> parse_cpu_list(std::string_view s) {
   std::vector<int> cpus;
   s = trim(s);
@@ -78,7 +80,8 @@ inline std::optional<std::vector<int>> parse_cpu_list(std::string_view s) {
     size_t dash = range.find('-');
     auto lo = parse_u64(range.substr(0, dash));
     auto hi = dash == std::string_view::npos ? lo : parse_u64(range.substr(dash + 1));
-    if (!lo || !hi || *lo > *hi || *hi > (1U << 20)) return std::nullopt;
+    if (!lo || !hi || *lo > *hi || *hi >= kMaxCpuListEntries) return std::nullopt;
+    if (cpus.size() + (*hi - *lo + 1) > kMaxCpuListEntries) return std::nullopt;
     for (uint64_t c = *lo; c <= *hi; ++c) cpus.push_back(static_cast<int>(c));
     if (comma == std::string_view::npos) break;
     s.remove_prefix(comma + 1);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "core/output.h"
 #include "report/compare.h"
 #include "report/html_page.h"
 #include "report/page_data.h"
@@ -42,7 +43,7 @@ usage errors and files that cannot be read as recordings; 1 for other failures.
 )";
 
 int usage_error(const std::string& msg) {
-  fmt::print(stderr, "perf-monitor: {}\n", msg);
+  say(msg);
   return kExitUsage;
 }
 
@@ -58,14 +59,14 @@ std::string default_output(const std::string& input) {
 bool write_output(const std::string& path, const std::string& text, int* status) {
   std::FILE* f = path == "-" ? stdout : std::fopen(path.c_str(), "we");
   if (f == nullptr) {
-    fmt::print(stderr, "perf-monitor: cannot write {}: {}\n", path, std::strerror(errno));
+    say(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
     *status = kExitUsage;
     return false;
   }
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   ok = (f == stdout ? std::fflush(f) == 0 : std::fclose(f) == 0) && ok;
   if (!ok) {
-    fmt::print(stderr, "perf-monitor: writing {} failed: {}\n", path, std::strerror(errno));
+    say(fmt::format("writing {} failed: {}", path, std::strerror(errno)));
     *status = kExitFailure;
   }
   return ok;
@@ -73,7 +74,7 @@ bool write_output(const std::string& path, const std::string& text, int* status)
 
 void print_warnings(const Recording& rec, bool name_file) {
   for (const std::string& w : rec.warnings) {
-    fmt::print(stderr, "perf-monitor: warning: {}{}\n", name_file ? rec.path + ": " : "", w);
+    say(fmt::format("warning: {}{}", name_file ? rec.path + ": " : "", w));
   }
 }
 
@@ -116,7 +117,7 @@ int report_one(const ReportOptions& o) {
   std::string page = render_page(title, o.files[0], data);
   if (!write_output(out, page, &status)) return status;
   if (out != "-")
-    fmt::print(stderr, "perf-monitor: wrote {} ({:.1f} MiB)\n", out, static_cast<double>(page.size()) / (1 << 20));
+    say(fmt::format("wrote {} ({:.1f} MiB)", out, static_cast<double>(page.size()) / (1 << 20)));
   return 0;
 }
 
@@ -162,7 +163,7 @@ int compare(const ReportOptions& o) {
         render_page("perf-monitor comparison",
                     fmt::format("{} base and {} new runs", c.base_files.size(), c.new_files.size()), data);
     if (!write_output(out, page, &status)) return status;
-    fmt::print(stderr, "perf-monitor: wrote {}\n", out);
+    say(fmt::format("wrote {}", out));
   }
   return c.regressions.empty() ? 0 : kExitRegression;
 }

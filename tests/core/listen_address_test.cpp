@@ -46,7 +46,10 @@ TEST(ListenAddress, MistakesSayWhatIsWrong) {
                         Case{"host.example:80", "not a numeric IPv4"}, Case{"::1:9464", "brackets"},
                         Case{"[::1:9464", "no ']'"}, Case{"[::1]9464", "no ':PORT'"},
                         Case{"[1.2.3.4]:80", "not a numeric IPv6"}, Case{":-1", "not a port number"},
-                        Case{": 80", "not a port number"}}) {
+                        Case{": 80", "not a port number"},
+                        // Found by fuzzing: empty brackets, and [localhost], were read as 127.0.0.1 marked IPv6.
+                        Case{"[]:80", "no IPv6 address in the brackets"},
+                        Case{"[localhost]:80", "not a numeric IPv6"}}) {
     auto a = parse_listen_address(c.text);
     ASSERT_FALSE(a.ok()) << c.text;
     EXPECT_EQ(a.error().code, Errc::kInvalidArgument);

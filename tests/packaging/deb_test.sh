@@ -34,7 +34,7 @@ for f in ./usr/bin/perf-monitor ./usr/lib/systemd/system/perf-monitor.service \
 done
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-echo "$depends" | grep -q libcpp-httplib || fail "Depends lacks libcpp-httplib"
+if echo "$depends" | grep -q libcpp-httplib; then fail "Depends names libcpp-httplib, which is not linked"; fi
 echo "$depends" | grep -q libbpf || fail "Depends lacks libbpf"
 
 dpkg-deb -x "$deb" "$tmp/root"

@@ -150,17 +150,20 @@ Error unknown_event(std::string_view text) {
   // Compare folded forms so "CACHE_MISSEZ" still finds cache-misses; aliases count as candidates
   // but are suggested under their own spelling.
   std::string key = fold(text);
+  // Beyond about a third of the name, a "suggestion" is noise.
+  size_t limit = std::max<size_t>(2, key.size() / 3);
   std::vector<std::pair<size_t, std::string>> scored;
   auto consider = [&](std::string_view name) {
-    scored.emplace_back(edit_distance(key, fold(name)), std::string(name));
+    // The distance is at least the difference in length: only names that could come within
+    // the limit are measured (the cost is the product of the lengths).
+    size_t gap = key.size() > name.size() ? key.size() - name.size() : name.size() - key.size();
+    if (gap <= limit) scored.emplace_back(edit_distance(key, fold(name)), std::string(name));
   };
   for (const EventSpec& e : builtin_specs()) consider(e.name);
   for (const Generic& g : kGeneric) {
     if (g.alias) consider(g.alias);
   }
   std::sort(scored.begin(), scored.end());
-  // Beyond about a third of the name, a "suggestion" is noise.
-  size_t limit = std::max<size_t>(2, key.size() / 3);
   std::string hints;
   for (size_t i = 0; i < scored.size() && i < 3 && scored[i].first <= limit; ++i) {
     hints += (i ? ", " : "") + scored[i].second;
@@ -207,6 +210,9 @@ class PmuParser {
     return {};
   }
 
+  // The terms as the user gave them, each written one way: "name" or "name=0xVALUE".
+  [[nodiscard]] const std::string& canonical() const { return canonical_; }
+
  private:
   Status term(std::string_view t, int depth) {
     size_t eq = t.find('=');
@@ -223,8 +229,12 @@ class PmuParser {
                        "': write a decimal or 0x-prefixed hex number");
       }
       value = *v;
-    } else if (auto alias = read_text(dir_ + "/events/" + std::string(name)); alias.ok()) {
-      return expand_alias(name, *alias, depth);
+      if (depth == 0) add_canonical(std::string(name) + "=" + hex(value));
+    } else {
+      if (depth == 0) add_canonical(std::string(name));
+      if (auto alias = read_text(dir_ + "/events/" + std::string(name)); alias.ok()) {
+        return expand_alias(name, *alias, depth);
+      }
     }
     // Direct fields set the whole word; format terms below only touch their own bits.
     if (uint64_t* direct = field(name)) {
@@ -307,8 +317,11 @@ class PmuParser {
     return std::string(buf, std::to_chars(buf + 2, buf + sizeof buf, v, 16).ptr);
   }
 
+  void add_canonical(const std::string& term) { canonical_ += (canonical_.empty() ? "" : ",") + term; }
+
   std::string dir_;
   EventSpec& spec_;
+  std::string canonical_;
 };
 
 std::string devices_dir(const std::string& sys_root) { return sys_root + "/bus/event_source/devices"; }
@@ -347,6 +360,7 @@ Result<EventSpec> parse_pmu(const std::string& sys_root, std::string_view text) 
 
   PmuParser parser(dir, spec);
   PM_TRY(parser.terms(text.substr(first + 1, last - first - 1), 0));
+  spec.name = pmu + "/" + parser.canonical() + "/";
 
   // Only uncore-style PMUs publish a cpumask; without one the event opens on every CPU.
   if (auto mask = read_text(dir + "/cpumask"); mask.ok()) {
@@ -382,7 +396,7 @@ Result<EventSpec> Catalogue::parse(std::string_view text) const {
       return invalid("bad raw event '" + std::string(text) + "': write r followed by hex digits, e.g. r01c2");
     }
     EventSpec e;
-    e.name = std::string(text);
+    e.name = fold(text);  // r01C2 and r01c2 are one event
     e.kind = EventKind::kRaw;
     e.type = PERF_TYPE_RAW;
     e.config = *v;
@@ -392,7 +406,7 @@ Result<EventSpec> Catalogue::parse(std::string_view text) const {
 }
 
 Result<std::vector<EventSpec>> Catalogue::parse_list(std::string_view text) const {
-  std::vector<EventSpec> out;
+  std::vector<std::string> names;
   bool in_pmu = false;  // between a PMU's opening and closing '/'
   size_t start = 0;
   for (size_t i = 0; i <= text.size(); ++i) {
@@ -400,10 +414,29 @@ Result<std::vector<EventSpec>> Catalogue::parse_list(std::string_view text) cons
     if (i < text.size() && (text[i] != ',' || in_pmu)) continue;
     std::string_view item = trim(text.substr(start, i - start));
     if (item.empty()) return invalid("empty event name in list '" + std::string(text) + "'");
-    auto e = parse(item);
-    if (!e) return e.error();
-    out.push_back(std::move(*e));
+    names.emplace_back(item);
     start = i + 1;
+  }
+  return parse_set(names);
+}
+
+Result<std::vector<EventSpec>> Catalogue::parse_set(const std::vector<std::string>& names) const {
+  std::vector<EventSpec> out;
+  for (const std::string& name : names) {
+    auto e = parse(name);
+    if (!e) return e.error();
+    auto same_event = [&](const EventSpec& s) {
+      return s.type == e->type && s.config == e->config && s.config1 == e->config1 && s.config2 == e->config2;
+    };
+    if (std::any_of(out.begin(), out.end(), same_event)) continue;
+    std::string metric = metric_name(*e);
+    for (const EventSpec& s : out) {
+      if (metric_name(s) == metric) {
+        return invalid("events '" + s.name + "' and '" + e->name + "' would both be reported as '" + metric +
+                       "': leave one out");
+      }
+    }
+    out.push_back(std::move(*e));
   }
   return out;
 }

@@ -18,7 +18,9 @@ enum class EventKind { kHardware, kSoftware, kHwCache, kRaw, kPmu };
 
 struct EventSpec {
   std::string name;  // canonical name as perf writes it: "cache-misses", "L1-dcache-load-misses",
-                     // "r01c2", "cpu/event=0x2e,umask=0x41/", "power/energy-pkg/"
+                     // "r01c2", "cpu/event=0x2e,umask=0x41/", "power/energy-pkg/". PMU terms are
+                     // written without blanks and their numbers in hex ("cpu/ event = 46 /" is
+                     // "cpu/event=0x2e/"); raw events in lower case. Parsing it gives it back.
   EventKind kind = EventKind::kHardware;
   uint32_t type = 0;  // perf_event_attr.type (PERF_TYPE_* or the PMU's sysfs type)
   uint64_t config = 0, config1 = 0, config2 = 0;
@@ -39,8 +41,14 @@ struct Catalogue {
   // say what is wrong: unknown name (with the closest known names), bad raw hex, unknown PMU,
   // unknown format term, a value too wide for its field.
   [[nodiscard]] Result<EventSpec> parse(std::string_view text) const;
-  // Parses a comma-separated list; commas inside `pmu/.../` do not split.
+  // Parses a comma-separated list; commas inside `pmu/.../` do not split. The result is a set,
+  // as parse_set makes it.
   [[nodiscard]] Result<std::vector<EventSpec>> parse_list(std::string_view text) const;
+  // Parses names and keeps one event per perf_event_attr: two spellings of one event (cycles and
+  // cpu-cycles, cpu/event=1/ and cpu/event= 0x1/, task-clock and software/config=1/) are one
+  // event, counted once under the first spelling's name. Two different events whose metric
+  // names would be the same are an error: one series would hide the other.
+  [[nodiscard]] Result<std::vector<EventSpec>> parse_set(const std::vector<std::string>& names) const;
 
   // Every event this host names: generic hardware and software events, hardware cache events,
   // and each alias under /sys/bus/event_source/devices/*/events (as "pmu/alias/").

@@ -10,18 +10,24 @@
 #include <vector>
 
 #include "core/file_reader.h"
+#include "core/labels.h"
 #include "core/text.h"
 
 namespace pm {
 
+namespace {
+// At the top a total stays there: a running total never goes backwards, whatever the files say.
+uint64_t saturating_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+}  // namespace
+
 uint64_t WrappingCounter::update(uint64_t raw) {
   // A wrap passed the wrap point once: the total grows by (wrap - last) + raw. max_seen_ is at
   // most range_ for a sane counter; taking the larger keeps a bogus reading from going backwards.
-  if (started_ && raw < last_) offset_ += std::max(range_, max_seen_);
+  if (started_ && raw < last_) offset_ = saturating_add(offset_, std::max(range_, max_seen_));
   started_ = true;
   last_ = raw;
   max_seen_ = std::max(max_seen_, raw);
-  return offset_ + raw;
+  return saturating_add(offset_, raw);
 }
 
 namespace {
@@ -65,21 +71,29 @@ class PowercapSource final : public Source {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// Zones are labelled by their name file ("package-0", "core", "dram"); a name that occurs more
-// than once gets the dir's number appended ("core.0:0", "core.1:0"), or the whole dir name when
-// it is not an intel-rapl zone ("package-0.intel-rapl-mmio:0"), so series never merge.
-void make_labels_unique(std::vector<Zone>& zones) {
-  std::vector<std::string> names;
-  for (const Zone& z : zones) names.push_back(z.label);
-  for (Zone& z : zones) {
-    if (std::count(names.begin(), names.end(), z.label) < 2) continue;
-    std::string_view suffix = z.dir;
-    if (suffix.substr(0, kRaplPrefix.size()) == kRaplPrefix) suffix.remove_prefix(kRaplPrefix.size());
-    z.label += "." + std::string(suffix);
-  }
+}  // namespace
+
+std::optional<PowercapZone> parse_powercap_zone(std::string_view dir, std::string_view energy_uj,
+                                                std::optional<std::string_view> max_energy_range_uj,
+                                                std::optional<std::string_view> name) {
+  std::optional<uint64_t> raw = parse_u64(trim(energy_uj));
+  if (!raw) return std::nullopt;
+  PowercapZone z;
+  z.energy_uj = *raw;
+  if (max_energy_range_uj) z.range_uj = parse_u64(trim(*max_energy_range_uj)).value_or(0);
+  z.label = name && !trim(*name).empty() ? std::string(trim(*name)) : std::string(dir);
+  return z;
 }
 
-}  // namespace
+std::vector<std::string> powercap_labels(const std::vector<std::string>& names, const std::vector<std::string>& dirs) {
+  std::vector<std::string> suffixes;
+  for (const std::string& d : dirs) {
+    std::string_view suffix = d;
+    if (suffix.substr(0, kRaplPrefix.size()) == kRaplPrefix) suffix.remove_prefix(kRaplPrefix.size());
+    suffixes.emplace_back(suffix);
+  }
+  return unique_labels(names, suffixes);
+}
 
 Result<std::unique_ptr<Source>> make_powercap_source(const FsRoots& roots) {
   const std::string dir = roots.sys + "/class/powercap";
@@ -103,20 +117,27 @@ Result<std::unique_ptr<Source>> make_powercap_source(const FsRoots& roots) {
       if (energy.error().code == Errc::kPermissionDenied && denied.empty()) denied = energy_path;
       continue;
     }
-    std::optional<uint64_t> raw = parse_u64(trim(*energy));
-    if (!raw) continue;
-    uint64_t range = 0;
-    if (auto text = reader.read(base + "max_energy_range_uj")) range = parse_u64(trim(*text)).value_or(0);
-    std::string label = entry;
-    if (auto text = reader.read(base + "name"); text && !trim(*text).empty()) label = std::string(trim(*text));
-    zones.push_back({entry, std::move(energy_path), std::move(label), WrappingCounter(range)});
-    zones.back().counter.update(*raw);  // the baseline: a wrap before the first collect still counts
+    std::string energy_text(*energy);  // the reader's buffer is reused below
+    auto range = reader.read(base + "max_energy_range_uj");
+    std::optional<std::string> range_text = range ? std::optional<std::string>(*range) : std::nullopt;
+    auto name = reader.read(base + "name");
+    auto z = parse_powercap_zone(entry, energy_text, range_text,
+                                 name ? std::optional<std::string_view>(*name) : std::nullopt);
+    if (!z) continue;
+    zones.push_back({entry, std::move(energy_path), std::move(z->label), WrappingCounter(z->range_uj)});
+    zones.back().counter.update(z->energy_uj);  // the baseline: a wrap before the first collect still counts
   }
   if (zones.empty()) {
     if (!denied.empty()) return make_error(Errc::kUnavailable, "permission denied reading " + denied + ": run as root");
     return make_error(Errc::kUnavailable, none);
   }
-  make_labels_unique(zones);
+  std::vector<std::string> names, dirs;
+  for (const Zone& z : zones) {
+    names.push_back(z.label);
+    dirs.push_back(z.dir);
+  }
+  std::vector<std::string> labels = powercap_labels(names, dirs);
+  for (size_t i = 0; i < zones.size(); ++i) zones[i].label = std::move(labels[i]);
   return std::unique_ptr<Source>(std::make_unique<PowercapSource>(std::move(zones)));
 }
 

@@ -6,6 +6,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/error.h"
 #include "core/source.h"
@@ -29,6 +33,21 @@ class WrappingCounter {
   uint64_t max_seen_ = 0;
   bool started_ = false;
 };
+
+// What one zone's files say (pure: tests and the fuzzer feed it text). energy_uj must be a
+// number; max_energy_range_uj and name may be missing (nullopt) or unreadable: then 0 (the
+// range is unknown) and the zone's directory name.
+struct PowercapZone {
+  std::string label;  // its name; made unique among the zones by powercap_labels
+  uint64_t energy_uj = 0;
+  uint64_t range_uj = 0;
+};
+std::optional<PowercapZone> parse_powercap_zone(std::string_view dir, std::string_view energy_uj,
+                                                std::optional<std::string_view> max_energy_range_uj,
+                                                std::optional<std::string_view> name);
+// The zones' labels, each unique: a name that occurs more than once gets the directory's number
+// ("core.0:0", "core.1:0"), or the whole directory name when it is not an intel-rapl zone.
+std::vector<std::string> powercap_labels(const std::vector<std::string>& names, const std::vector<std::string>& dirs);
 
 // Fails (kUnavailable) when no zone has an energy_uj file, or when none may be read: since Linux
 // 5.10 only root may read energy_uj.

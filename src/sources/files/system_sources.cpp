@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/file_reader.h"
+#include "core/labels.h"
 #include "core/text.h"
 #include "sources/files/system_parsers.h"
 
@@ -220,14 +221,14 @@ const MetricDesc kZoneTrip{"thermal", "trip_celsius", K::kGauge, Unit::kCelsius,
 class ThermalSource final : public Source {
  public:
   ThermalSource(std::string dir, const std::vector<std::string>& zones) : dir_(std::move(dir)) {
-    std::vector<std::string> types;
+    std::vector<std::string> types, numbers;
     for (const std::string& zone : zones) {
       auto type = reader_.read(dir_ + zone + "/type");
       types.emplace_back(type ? trim(*type) : std::string_view("unknown"));
+      numbers.push_back(zone.substr(std::string_view("thermal_zone").size()));
     }
-    for (size_t i = 0; i < zones.size(); ++i) {
-      zones_.push_back({zones[i], unique_label(types, i, zones[i].substr(std::string_view("thermal_zone").size()))});
-    }
+    std::vector<std::string> labels = unique_labels(types, numbers);
+    for (size_t i = 0; i < zones.size(); ++i) zones_.push_back({zones[i], labels[i]});
   }
   [[nodiscard]] std::string_view name() const override { return "thermal"; }
 
@@ -250,20 +251,17 @@ class ThermalSource final : public Source {
         trip_types.emplace_back(ttype ? trim(*ttype) : std::string_view("unknown"));
         trip_temps.push_back(ttemp ? *ttemp : std::numeric_limits<double>::quiet_NaN());
       }
+      std::vector<std::string> numbers;
+      for (size_t i = 0; i < trip_types.size(); ++i) numbers.push_back(std::to_string(i));
+      std::vector<std::string> trip_labels = unique_labels(trip_types, numbers);
       for (size_t i = 0; i < trip_types.size(); ++i) {
         if (std::isnan(trip_temps[i])) continue;
-        out.push_back({&kZoneTrip,
-                       {{"zone", zone.label}, {"type", unique_label(trip_types, i, std::to_string(i))}},
-                       trip_temps[i]});
+        out.push_back({&kZoneTrip, {{"zone", zone.label}, {"type", trip_labels[i]}}, trip_temps[i]});
       }
     }
   }
 
  private:
-  static std::string unique_label(const std::vector<std::string>& names, size_t i, std::string_view number) {
-    bool repeated = std::count(names.begin(), names.end(), names[i]) > 1;
-    return repeated ? names[i] + "." + std::string(number) : names[i];
-  }
   struct Zone {
     std::string dir, label;
   };

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,7 +48,11 @@ struct LoadedSkeleton {
 namespace detail {
 
 template <typename Skel>
-Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeTarget& target) {
+using BeforeLoad = std::function<void(Skel*)>;
+
+template <typename Skel>
+Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeTarget& target,
+                                  const BeforeLoad<Skel>& before_load) {
   SkeletonPtr<Skel> skel(Skel::open(), Skel::destroy);
   if (!skel) return Error::from_errno(errno, "opening the " + what + " BPF programs");
   bool tree = target.track_tree && btf;
@@ -78,6 +83,7 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
       return Error::from_errno(-err, "sharing the tree's membership with the " + what + " programs");
     }
   }
+  if (before_load) before_load(skel.get());
   if (int err = Skel::load(skel.get()); err != 0) {
     // EACCES from a load is the verifier's refusal, EPERM a missing capability.
     if (err == -EACCES)
@@ -96,8 +102,10 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
 
 // btf_only: an object with tp_btf programs and no raw_tp twins (it needs what only typed
 // programs can do, such as task storage); where tp_btf cannot load, it is unavailable.
+// before_load: a last change to the opened object (a program's expected attach type, say).
 template <typename Skel>
-Result<LoadedSkeleton<Skel>> load_skeleton(const std::string& what, const TreeTarget& target, bool btf_only = false) {
+Result<LoadedSkeleton<Skel>> load_skeleton(const std::string& what, const TreeTarget& target, bool btf_only = false,
+                                           const detail::BeforeLoad<Skel>& before_load = {}) {
   // libbpf's own chatter would break the one-line error rule; PERF_MONITOR_BPF_DEBUG=1 keeps it
   // (the verifier's log, when it refuses a program).
   if (std::getenv("PERF_MONITOR_BPF_DEBUG") == nullptr) libbpf_set_print(nullptr);
@@ -109,10 +117,10 @@ Result<LoadedSkeleton<Skel>> load_skeleton(const std::string& what, const TreeTa
     return make_error(Errc::kUnavailable, "the " + what + " programs need a kernel with BTF (/sys/kernel/btf/vmlinux)");
   }
   bool btf = has_btf && (btf_only || !(force != nullptr && std::string_view(force) == "raw_tp"));
-  auto skel = detail::load_as<Skel>(what, btf, target);
+  auto skel = detail::load_as<Skel>(what, btf, target, before_load);
   if (!skel && btf && !btf_only) {
     btf = false;  // tp_btf refused (an old kernel, a restricted one): raw tracepoints
-    skel = detail::load_as<Skel>(what, false, target);
+    skel = detail::load_as<Skel>(what, false, target, before_load);
   }
   if (!skel) return skel.error();
   return LoadedSkeleton<Skel>{std::move(*skel), btf, target.track_tree && btf};

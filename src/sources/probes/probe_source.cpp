@@ -5,10 +5,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <map>
+#include <string_view>
+#include <system_error>
+#include <thread>
 
 #include "probe.h"
 #include "probe.skel.h"
+#include "sources/probes/uprobe_multi.h"
 
 namespace pm {
 namespace {
@@ -51,14 +56,28 @@ double mono_seconds_now() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// The label of each probe: its short name, or the full one where two probes share it.
+static_assert(probes::kMaxProbes < PM_REQUEST_FUNC, "a probe's index must stay below the request's");
+
+// The label of each probe: its short name, or the full one where two probes share it, and the
+// binary's file name as well where even that is shared (malloc in libc and in another
+// allocator): two series of one name would be one to Prometheus.
 std::vector<std::string> labels_of(const std::vector<probes::ResolvedProbe>& list) {
-  std::map<std::string, int> uses;
-  for (const auto& p : list) ++uses[probes::base_name(p.function)];
+  using Namer = std::string (*)(const probes::ResolvedProbe&);
+  const Namer tiers[] = {
+      [](const probes::ResolvedProbe& p) { return probes::base_name(p.function); },
+      [](const probes::ResolvedProbe& p) { return p.function; },
+      [](const probes::ResolvedProbe& p) { return p.function + " (" + p.path.substr(p.path.rfind('/') + 1) + ")"; },
+      [](const probes::ResolvedProbe& p) { return p.function + " (" + p.path + ")"; },
+  };
+  std::vector<std::map<std::string, int>> uses(std::size(tiers));
+  for (const auto& p : list) {
+    for (size_t t = 0; t < std::size(tiers); ++t) ++uses[t][tiers[t](p)];
+  }
   std::vector<std::string> out;
   for (const auto& p : list) {
-    std::string b = probes::base_name(p.function);
-    out.push_back(uses[b] > 1 ? p.function : b);
+    size_t t = 0;
+    while (t + 1 < std::size(tiers) && uses[t][tiers[t](p)] > 1) ++t;
+    out.push_back(tiers[t](p));
   }
   return out;
 }
@@ -67,7 +86,8 @@ std::vector<std::string> labels_of(const std::vector<probes::ResolvedProbe>& lis
 
 struct ProbeSource::Impl {
   SkeletonPtr<probe_bpf> skel{nullptr, probe_bpf::destroy};
-  std::vector<bpf_link*> links;
+  std::vector<UniqueFd> multi_links;  // uprobe_multi: per binary, one for entries, one for returns
+  std::vector<bpf_link*> links;       // perf-event uprobes (where uprobe_multi is not there) and USDT
   std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> ring{nullptr, ring_buffer__free};
   std::vector<std::string> names;  // by function index; PM_REQUEST_FUNC is "request"
   std::vector<uint32_t> indexes;   // the function indexes in use
@@ -79,8 +99,21 @@ struct ProbeSource::Impl {
   std::vector<pm_func_stats> per_cpu;
   std::vector<pm_probe_losses> losses;
 
+  bool stopped = false;
+
+  // Taking a probe down waits for the kernel's grace periods; the multi links are released from
+  // threads of their own so that their waits overlap.
   ~Impl() {
+    std::vector<std::thread> closers;
+    for (UniqueFd& fd : multi_links) {
+      try {
+        closers.emplace_back([f = std::move(fd)]() mutable { f.reset(); });
+      } catch (const std::system_error&) {
+        fd.reset();  // no thread: here, then
+      }
+    }
     for (bpf_link* l : links) bpf_link__destroy(l);
+    for (std::thread& t : closers) t.join();
   }
 
   // A record is a batch of spans from one CPU.
@@ -152,9 +185,11 @@ void ProbeSource::drain(size_t bound) {
 
 void ProbeSource::stop() {
   Impl& m = *impl_;
-  if (m.links.empty()) return;
-  for (bpf_link* l : m.links) bpf_link__destroy(l);
-  m.links.clear();
+  if (m.stopped) return;
+  m.stopped = true;
+  // The programs stop taking calls in (they stay attached until the source is destroyed, after
+  // the summary: taking them down is what takes time).
+  m.skel->bss->stopping = 1;
   drain(SIZE_MAX);
   // What the CPUs gathered but had not sent yet.
   std::vector<pm_span_batch> left(static_cast<size_t>(libbpf_num_possible_cpus()));
@@ -223,31 +258,67 @@ void ProbeSource::collect(Samples& out) {
   append_bpf_stats(m.skel->obj, out);
 }
 
-Result<std::unique_ptr<ProbeSource>> make_probe_source(const ProbeTarget& target) {
-  if (target.probes.size() >= PM_REQUEST_FUNC) {
-    return make_error(Errc::kInvalidArgument,
-                      "too many probes: at most " + std::to_string(PM_REQUEST_FUNC - 1) + " functions at once");
+namespace {
+
+// One uprobe_multi link per binary for the entries and one for the returns.
+Status attach_multi(ProbeSource::Impl& impl, const std::vector<probes::ResolvedProbe>& list) {
+  struct Binary {
+    std::vector<uint64_t> offsets, entry_cookies, return_cookies;
+  };
+  std::vector<std::pair<std::string, Binary>> binaries;  // in the order given
+  for (size_t i = 0; i < list.size(); ++i) {
+    const probes::ResolvedProbe& p = list[i];
+    auto b = std::find_if(binaries.begin(), binaries.end(), [&](const auto& e) { return e.first == p.path; });
+    if (b == binaries.end()) b = binaries.insert(binaries.end(), {p.path, {}});
+    b->second.offsets.push_back(p.offset);
+    b->second.entry_cookies.push_back(PM_COOKIE(i, p.arg));
+    b->second.return_cookies.push_back(PM_COOKIE(i, 0));
   }
+  for (const auto& [path, b] : binaries) {
+    for (bool ret : {false, true}) {
+      bpf_program* prog = ret ? impl.skel->progs.call_return : impl.skel->progs.call_entry;
+      auto link = probes::attach_uprobe_multi(bpf_program__fd(prog), path, b.offsets,
+                                              ret ? b.return_cookies : b.entry_cookies, ret);
+      if (!link) return link.error();
+      impl.multi_links.push_back(std::move(*link));
+    }
+  }
+  return {};
+}
+
+// A perf-event uprobe and uretprobe per function (kernels before 6.6).
+Status attach_each(ProbeSource::Impl& impl, const std::vector<probes::ResolvedProbe>& list) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    const probes::ResolvedProbe& p = list[i];
+    for (bool ret : {false, true}) {
+      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = ret ? PM_COOKIE(i, 0) : PM_COOKIE(i, p.arg), .retprobe = ret);
+      bpf_program* prog = ret ? impl.skel->progs.call_return : impl.skel->progs.call_entry;
+      bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, p.path.c_str(), p.offset, &opts);
+      if (link == nullptr) return Error::from_errno(errno, "attaching a uprobe to " + p.function + " in " + p.path);
+      impl.links.push_back(link);
+    }
+  }
+  return {};
+}
+
+Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& target, bool multi) {
   auto impl = std::make_unique<ProbeSource::Impl>();
-  auto loaded = load_skeleton<probe_bpf>("application probe", target.tree, /*btf_only=*/true);
+  detail::BeforeLoad<probe_bpf> before_load;
+  if (multi) {
+    before_load = [](probe_bpf* s) {
+      for (bpf_program* p : {s->progs.call_entry, s->progs.call_return}) {
+        bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(probes::kUprobeMultiAttachType));
+      }
+    };
+  }
+  auto loaded = load_skeleton<probe_bpf>("application probe", target.tree, /*btf_only=*/true, before_load);
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
   impl->names = labels_of(target.probes);
   impl->names.resize(PM_MAX_FUNCS);
   impl->names[PM_REQUEST_FUNC] = "request";
-  for (size_t i = 0; i < target.probes.size(); ++i) {
-    const probes::ResolvedProbe& p = target.probes[i];
-    for (bool ret : {false, true}) {
-      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = ret ? PM_COOKIE(i, 0) : PM_COOKIE(i, p.arg), .retprobe = ret);
-      bpf_program* prog = ret ? impl->skel->progs.call_return : impl->skel->progs.call_entry;
-      bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, p.path.c_str(), p.offset, &opts);
-      if (link == nullptr) {
-        return Error::from_errno(errno, "attaching a uprobe to " + p.function + " in " + p.path);
-      }
-      impl->links.push_back(link);
-    }
-    impl->indexes.push_back(static_cast<uint32_t>(i));
-  }
+  PM_TRY(multi ? attach_multi(*impl, target.probes) : attach_each(*impl, target.probes));
+  for (size_t i = 0; i < target.probes.size(); ++i) impl->indexes.push_back(static_cast<uint32_t>(i));
   if (!target.usdt_binary.empty()) {
     for (auto [prog, name] : {std::pair{impl->skel->progs.request_begin, "request_begin"},
                               std::pair{impl->skel->progs.request_end, "request_end"}}) {
@@ -263,7 +334,25 @@ Result<std::unique_ptr<ProbeSource>> make_probe_source(const ProbeTarget& target
   impl->ring.reset(ring_buffer__new(bpf_map__fd(impl->skel->maps.spans), &ProbeSource::Impl::on_sample,
                                     impl.get(), nullptr));
   if (!impl->ring) return Error::from_errno(errno, "opening the span ring buffer");
-  return std::make_unique<ProbeSource>(std::move(impl));
+  return impl;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ProbeSource>> make_probe_source(const ProbeTarget& target) {
+  if (target.probes.size() > probes::kMaxProbes) {
+    return make_error(Errc::kInvalidArgument,
+                      "too many probes: at most " + std::to_string(probes::kMaxProbes) + " functions at once");
+  }
+  // uprobe_multi links where the kernel has them (6.6+), else one uprobe per function and
+  // return. PERF_MONITOR_UPROBE_MULTI=0 forces the latter (to check it on a kernel that would
+  // not need it).
+  const char* force = std::getenv("PERF_MONITOR_UPROBE_MULTI");
+  bool multi = !target.probes.empty() && !(force != nullptr && std::string_view(force) == "0");
+  auto impl = load_and_attach(target, multi);
+  if (!impl && multi) impl = load_and_attach(target, false);  // the classic way says what is wrong
+  if (!impl) return impl.error();
+  return std::make_unique<ProbeSource>(std::move(*impl));
 }
 
 }  // namespace pm

@@ -41,8 +41,9 @@ class ProbeSource : public Source {
   void finish() override { stop(); }
   void report(EndReport& r) const override { r.slowest_requests = slowest_requests(); }
   static constexpr size_t kSpansPerWake = 4096;
-  // Detaches the probes and hands on every span still in the kernel (the CPUs send spans in
-  // batches): call before the last collect.
+  // Stops the probes taking calls in and hands on every span still in the kernel (the CPUs send
+  // spans in batches): call before the last collect. They are detached when the source is
+  // destroyed (taking uprobes down waits for the kernel: after the summary, not before).
   void stop();
   // The slowest spans that carry their own request ID, longest first.
   [[nodiscard]] std::vector<Span> slowest_requests() const;

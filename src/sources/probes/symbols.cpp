@@ -5,13 +5,16 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <lzma.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "core/fd.h"
@@ -22,11 +25,48 @@ namespace {
 
 Error invalid(std::string msg) { return make_error(Errc::kInvalidArgument, std::move(msg)); }
 
-std::string demangle(const std::string& name) {
-  if (!name.starts_with("_Z")) return name;
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
-  return status == 0 && out ? std::string(out.get()) : name;
+// The CPU whose code this build of perf-monitor probes: its BPF programs read that CPU's
+// registers, and the kernel places uprobes as that CPU's breakpoints.
+#if defined(__x86_64__)
+constexpr unsigned kHostMachine = EM_X86_64;
+constexpr const char* kHostArch = "x86-64";
+#elif defined(__aarch64__)
+constexpr unsigned kHostMachine = EM_AARCH64;
+constexpr const char* kHostArch = "aarch64";
+#else
+#error "perf-monitor's probes know x86-64 and aarch64"
+#endif
+
+std::string machine_name(unsigned m) {
+  switch (m) {
+    case EM_X86_64: return "x86-64";
+    case EM_386: return "32-bit x86";
+    case EM_AARCH64: return "aarch64";
+    case EM_ARM: return "32-bit ARM";
+    case EM_RISCV: return "RISC-V";
+    case EM_PPC64: return "ppc64";
+    case EM_S390: return "s390";
+    case EM_MIPS: return "MIPS";
+    case EM_LOONGARCH: return "LoongArch";
+    default: return "machine " + std::to_string(m);
+  }
+}
+
+// Only an executable or shared library of this host's CPU can carry a uprobe that means
+// anything: another CPU's code (an aarch64 binary run by qemu-user, say) would be patched at
+// offsets that are not its instructions.
+Status check_probeable(Elf* elf, std::string_view what) {
+  GElf_Ehdr eh;
+  if (gelf_getehdr(elf, &eh) == nullptr) return invalid(std::string(what) + " is not an ELF executable or library");
+  if (eh.e_machine != kHostMachine || gelf_getclass(elf) != ELFCLASS64) {
+    return invalid(std::string(what) + " is " + machine_name(eh.e_machine) + (gelf_getclass(elf) == ELFCLASS32 ? " (32-bit)" : "") +
+                   " code: perf-monitor probes only 64-bit " + kHostArch + " executables and libraries here");
+  }
+  if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) {
+    return invalid(std::string(what) + " is an ELF " + (eh.e_type == ET_REL ? "object file" : eh.e_type == ET_CORE ? "core dump" : "file of another kind") +
+                   ", not an executable or shared library");
+  }
+  return {};
 }
 
 // Spaces only matter between two identifier characters ("unsigned int"): elsewhere they are
@@ -52,8 +92,13 @@ struct ElfFile {
   std::unique_ptr<Elf, int (*)(Elf*)> elf{nullptr, elf_end};
 };
 
-Result<ElfFile> open_elf(const std::string& path) {
+Status libelf_ready() {
   if (elf_version(EV_CURRENT) == EV_NONE) return make_error(Errc::kUnavailable, "libelf is too old");
+  return {};
+}
+
+Result<ElfFile> open_elf(const std::string& path) {
+  PM_TRY(libelf_ready());
   ElfFile f;
   f.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!f.fd) return Error::from_errno(errno, "cannot open " + path);
@@ -62,29 +107,62 @@ Result<ElfFile> open_elf(const std::string& path) {
   return f;
 }
 
-// xz-compressed bytes (the MiniDebugInfo of .gnu_debugdata) decompressed.
-std::optional<std::vector<char>> unxz(const char* data, size_t size) {
+// xz-compressed bytes (the MiniDebugInfo of .gnu_debugdata) decompressed. Corrupt data is
+// nothing (the other tables may still name the function); data that would decompress beyond
+// kMaxDebugDataBytes, or need more memory to do so, is an error: an xz bomb.
+// The uncompressed size an xz stream's index states (the last stream's, read from its footer:
+// MiniDebugInfo is one stream), or nullopt where it cannot be read. It may lie: it only saves
+// decompressing what it says is too large, and sizes the buffer.
+std::optional<uint64_t> xz_stated_size(const uint8_t* data, size_t size) {
+  if (size < 2 * LZMA_STREAM_HEADER_SIZE) return std::nullopt;
+  lzma_stream_flags footer;
+  if (lzma_stream_footer_decode(&footer, data + size - LZMA_STREAM_HEADER_SIZE) != LZMA_OK) return std::nullopt;
+  if (footer.backward_size > size - 2 * LZMA_STREAM_HEADER_SIZE) return std::nullopt;
+  lzma_index* index = nullptr;
+  uint64_t memlimit = 1 << 20;
+  size_t pos = 0;
+  const uint8_t* at = data + size - LZMA_STREAM_HEADER_SIZE - footer.backward_size;
+  if (lzma_index_buffer_decode(&index, &memlimit, nullptr, at, &pos, footer.backward_size) != LZMA_OK) {
+    return std::nullopt;
+  }
+  uint64_t n = lzma_index_uncompressed_size(index);
+  lzma_index_end(index, nullptr);
+  return n;
+}
+
+Result<std::vector<char>> unxz(const char* data, size_t size, std::string_view what) {
+  auto too_large = [&] {
+    return invalid(std::string(what) + ": its .gnu_debugdata decompresses to more than " +
+                   std::to_string(kMaxDebugDataBytes >> 20) + " MiB: not MiniDebugInfo");
+  };
+  auto stated = xz_stated_size(reinterpret_cast<const uint8_t*>(data), size);
+  if (stated && *stated > kMaxDebugDataBytes) return too_large();  // refused unread
   lzma_stream strm = LZMA_STREAM_INIT;
-  if (lzma_stream_decoder(&strm, UINT64_MAX, 0) != LZMA_OK) return std::nullopt;
-  std::vector<char> out(size * 4 + 4096);
+  if (lzma_stream_decoder(&strm, kMaxDebugDataBytes, 0) != LZMA_OK) return std::vector<char>{};
+  std::unique_ptr<lzma_stream, void (*)(lzma_stream*)> guard(&strm, lzma_end);
+  // One byte more than stated: a stream that goes on past its index's word is seen to.
+  std::vector<char> out(std::min(stated ? *stated + 1 : size * 4 + 4096, kMaxDebugDataBytes));
   strm.next_in = reinterpret_cast<const uint8_t*>(data);
   strm.avail_in = size;
   lzma_ret ret = LZMA_OK;
   while (ret == LZMA_OK) {
-    if (strm.total_out == out.size()) out.resize(out.size() * 2);
+    if (strm.total_out == out.size()) {
+      if (out.size() >= kMaxDebugDataBytes) return too_large();
+      out.resize(std::min(out.size() * 2, kMaxDebugDataBytes));
+    }
     strm.next_out = reinterpret_cast<uint8_t*>(out.data()) + strm.total_out;
     strm.avail_out = out.size() - strm.total_out;
     ret = lzma_code(&strm, LZMA_FINISH);
   }
+  if (ret == LZMA_MEMLIMIT_ERROR) return too_large();
+  if (ret != LZMA_STREAM_END) return std::vector<char>{};
   out.resize(strm.total_out);
-  lzma_end(&strm);
-  if (ret != LZMA_STREAM_END) return std::nullopt;
   return out;
 }
 
-void collect_functions(Elf* elf, std::vector<ElfSymbol>& out, std::vector<char>* debugdata) {
+Status collect_functions(Elf* elf, std::vector<ElfSymbol>& out, std::vector<char>* debugdata, std::string_view what) {
   size_t shstrndx = 0;
-  elf_getshdrstrndx(elf, &shstrndx);
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) shstrndx = 0;
   Elf_Scn* scn = nullptr;
   while ((scn = elf_nextscn(elf, scn)) != nullptr) {
     GElf_Shdr sh;
@@ -93,17 +171,19 @@ void collect_functions(Elf* elf, std::vector<ElfSymbol>& out, std::vector<char>*
       const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
       Elf_Data* d = name && std::strcmp(name, ".gnu_debugdata") == 0 ? elf_getdata(scn, nullptr) : nullptr;
       if (d && d->d_buf) {
-        if (auto bytes = unxz(static_cast<const char*>(d->d_buf), d->d_size)) *debugdata = std::move(*bytes);
+        auto bytes = unxz(static_cast<const char*>(d->d_buf), d->d_size, what);
+        if (!bytes) return bytes.error();
+        *debugdata = std::move(*bytes);
       }
       continue;
     }
     if ((sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || sh.sh_entsize == 0) continue;
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (data == nullptr) continue;
-    size_t n = sh.sh_size / sh.sh_entsize;
+    size_t n = std::min<size_t>(sh.sh_size / sh.sh_entsize, INT32_MAX);
     for (size_t i = 0; i < n; ++i) {
       GElf_Sym sym;
-      if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) continue;
+      if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;  // past the table's data
       int type = GELF_ST_TYPE(sym.st_info);
       if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
       const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
@@ -111,6 +191,21 @@ void collect_functions(Elf* elf, std::vector<ElfSymbol>& out, std::vector<char>*
       out.push_back({name, demangle(name), sym.st_value});
     }
   }
+  return {};
+}
+
+// Every table of a checked ELF image, the MiniDebugInfo's too.
+Result<std::vector<ElfSymbol>> symbols_of(Elf* elf, std::string_view what) {
+  PM_TRY(check_probeable(elf, what));
+  std::vector<ElfSymbol> out;
+  std::vector<char> debugdata;
+  PM_TRY(collect_functions(elf, out, &debugdata, what));
+  if (!debugdata.empty()) {
+    std::unique_ptr<Elf, int (*)(Elf*)> mini(elf_memory(debugdata.data(), debugdata.size()), elf_end);
+    // Its own .gnu_debugdata is not followed: MiniDebugInfo does not nest.
+    if (mini && elf_kind(mini.get()) == ELF_K_ELF) PM_TRY(collect_functions(mini.get(), out, nullptr, what));
+  }
+  return out;
 }
 
 // Which candidates to show: the closest by edit distance of their short names, then the rest
@@ -118,18 +213,25 @@ void collect_functions(Elf* elf, std::vector<ElfSymbol>& out, std::vector<char>*
 std::string closest(const std::vector<ElfSymbol>& symbols, std::string_view query) {
   std::string q = base_name(normalise(query));
   std::string last = q.substr(q.rfind("::") == std::string::npos ? 0 : q.rfind("::") + 2);
+  const size_t limit = std::max<size_t>(2, last.size() / 3);
+  constexpr size_t kMaxMeasured = 512;
   std::vector<std::pair<size_t, std::string>> scored;
   std::set<std::string> seen;
   for (const ElfSymbol& s : symbols) {
     if (!seen.insert(s.demangled).second) continue;
     std::string b = base_name(s.demangled);
     std::string tail = b.substr(b.rfind("::") == std::string::npos ? 0 : b.rfind("::") + 2);
-    size_t d = std::min(edit_distance(q, b), edit_distance(last, tail));
+    // An edit distance is at least the difference in length: only names that could come within
+    // the limit are measured, and only short ones (the cost is the product of the lengths).
+    auto measure = [&](std::string_view a, std::string_view c) {
+      size_t gap = a.size() > c.size() ? a.size() - c.size() : c.size() - a.size();
+      return gap > limit || a.size() > kMaxMeasured || c.size() > kMaxMeasured ? limit + 1 : edit_distance(a, c);
+    };
+    size_t d = std::min(measure(q, b), measure(last, tail));
     if (b.find(last) != std::string::npos) d = std::min<size_t>(d, 1);
-    scored.emplace_back(d, s.demangled);
+    if (d <= limit) scored.emplace_back(d, s.demangled);
   }
   std::sort(scored.begin(), scored.end());
-  size_t limit = std::max<size_t>(2, last.size() / 3);
   std::string hints;
   for (size_t i = 0; i < scored.size() && i < 5 && scored[i].first <= limit; ++i) {
     hints += (i ? ", " : "") + scored[i].second;
@@ -138,6 +240,14 @@ std::string closest(const std::vector<ElfSymbol>& symbols, std::string_view quer
 }
 
 }  // namespace
+
+std::string demangle(const std::string& name) {
+  // The demangler's time and stack grow with the name: a longer one is shown as it is.
+  if (!name.starts_with("_Z") || name.size() > kMaxDemangledInput) return name;
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  return status == 0 && out ? std::string(out.get()) : name;
+}
 
 std::string base_name(std::string_view demangled) {
   std::string s(demangled);
@@ -183,6 +293,10 @@ Result<ProbeSpec> parse_probe_spec(std::string_view text) {
     fn = fn.substr(0, last);
   }
   if (fn.empty()) return usage("no function");
+  if (fn.size() > kMaxFunctionName || spec.binary.size() >= PATH_MAX) {
+    return invalid("bad --probe: a function name is at most " + std::to_string(kMaxFunctionName) +
+                   " characters and a binary's path at most " + std::to_string(PATH_MAX - 1));
+  }
   spec.function = std::string(fn);
   return spec;
 }
@@ -190,14 +304,14 @@ Result<ProbeSpec> parse_probe_spec(std::string_view text) {
 Result<std::vector<ElfSymbol>> read_function_symbols(const std::string& path) {
   auto f = open_elf(path);
   if (!f) return f.error();
-  std::vector<ElfSymbol> out;
-  std::vector<char> debugdata;
-  collect_functions(f->elf.get(), out, &debugdata);
-  if (!debugdata.empty()) {
-    std::unique_ptr<Elf, int (*)(Elf*)> mini(elf_memory(debugdata.data(), debugdata.size()), elf_end);
-    if (mini) collect_functions(mini.get(), out, nullptr);
-  }
-  return out;
+  return symbols_of(f->elf.get(), path);
+}
+
+Result<std::vector<ElfSymbol>> read_function_symbols_in_memory(std::vector<char>& image, std::string_view what) {
+  PM_TRY(libelf_ready());
+  std::unique_ptr<Elf, int (*)(Elf*)> elf(elf_memory(image.data(), image.size()), elf_end);
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return invalid(std::string(what) + " is not an ELF executable or library");
+  return symbols_of(elf.get(), what);
 }
 
 Result<ElfSymbol> match_symbol(const std::vector<ElfSymbol>& symbols, std::string_view function,
@@ -283,6 +397,12 @@ Result<uint64_t> file_offset(const std::string& path, uint64_t addr) {
 }
 
 Result<ResolvedProbe> resolve_probe(const ProbeSpec& spec) {
+  // Also for [[probes]] of the configuration, which parse_probe_spec does not see.
+  if (spec.function.size() > kMaxFunctionName || spec.binary.size() >= PATH_MAX) {
+    return invalid("a function name is at most " + std::to_string(kMaxFunctionName) +
+                   " characters and a binary's path at most " + std::to_string(PATH_MAX - 1) + " (this one: " +
+                   std::to_string(spec.function.size()) + " and " + std::to_string(spec.binary.size()) + ")");
+  }
   auto path = find_binary(spec.binary);
   if (!path) return path.error();
   auto symbols = read_function_symbols(*path);
@@ -291,12 +411,15 @@ Result<ResolvedProbe> resolve_probe(const ProbeSpec& spec) {
   if (!sym) return sym.error();
   auto off = file_offset(*path, sym->addr);
   if (!off) return off.error();
-  return ResolvedProbe{*path, sym->demangled, *off, spec.arg};
+  ResolvedProbe r{*path, sym->demangled, *off, spec.arg};
+  struct stat st {};
+  if (::stat(path->c_str(), &st) == 0) r.file = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  return r;
 }
 
 bool has_usdt_provider(const std::string& path, std::string_view provider) {
   auto f = open_elf(path);
-  if (!f) return false;
+  if (!f || !check_probeable(f->elf.get(), path)) return false;
   Elf_Scn* scn = nullptr;
   while ((scn = elf_nextscn(f->elf.get(), scn)) != nullptr) {
     GElf_Shdr sh;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/config.h"
@@ -25,8 +26,20 @@ struct ElfSymbol {
   uint64_t addr = 0;      // st_value
 };
 
-// The defined function symbols of an ELF file, from every table it has.
+// Bounds on what a probe's text and ELF file may make perf-monitor do.
+inline constexpr size_t kMaxFunctionName = 4096;        // FUNCTION as written (demangled names run long)
+inline constexpr size_t kMaxDemangledInput = 16384;      // longer mangled names are shown as they are
+inline constexpr size_t kMaxDebugDataBytes = 32 << 20;  // .gnu_debugdata decompressed (MiniDebugInfo)
+// Functions probed at once: the BPF side keeps per-function figures in a fixed array.
+inline constexpr size_t kMaxProbes = 62;
+
+// The defined function symbols of an ELF file, from every table it has. The file must be an
+// executable or shared library for this host's CPU: one for another (an aarch64 or RISC-V
+// binary) is an error, as is a .gnu_debugdata that decompresses beyond kMaxDebugDataBytes.
 Result<std::vector<ElfSymbol>> read_function_symbols(const std::string& path);
+// The same for an ELF image in memory (`what` names it in errors). libelf may use the buffer
+// as it is, so it must outlive nothing returned (names are copied).
+Result<std::vector<ElfSymbol>> read_function_symbols_in_memory(std::vector<char>& image, std::string_view what);
 
 // The one symbol FUNCTION names: its mangled name, its demangled name with a parameter list
 // (spaces are not significant), or without one when that names a single function (aliases at
@@ -42,12 +55,21 @@ Result<std::string> find_binary(std::string_view binary);
 // The file offset of the instruction at virtual address `addr` (what a uprobe attaches to).
 Result<uint64_t> file_offset(const std::string& path, uint64_t addr);
 
+// The name a person reads: __cxa_demangle's, or the name itself when it is not a C++ name or
+// is longer than kMaxDemangledInput. Exposed for tests and fuzzing.
+std::string demangle(const std::string& name);
+
 // A probe ready to attach.
 struct ResolvedProbe {
   std::string path;
   std::string function;  // the demangled name, for output
   uint64_t offset = 0;
   int arg = 0;
+  std::pair<uint64_t, uint64_t> file{};  // device and inode: one file under two paths is one
+  // Whether both probes go to the same instruction (however the function and file were named).
+  [[nodiscard]] bool same_place(const ResolvedProbe& o) const {
+    return offset == o.offset && (file != std::pair<uint64_t, uint64_t>{} ? file == o.file : path == o.path);
+  }
 };
 Result<ResolvedProbe> resolve_probe(const ProbeSpec& spec);
 

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/text.h"
 #include "sources/files/proc_parsers.h"
 #include "sources/files/system_parsers.h"
 
@@ -452,6 +453,21 @@ TEST(Thermal, NegativeAndGarbage) {
   EXPECT_EQ(bad.error().code, Errc::kParse);
   EXPECT_FALSE(parse_millicelsius("").ok());
   EXPECT_FALSE(parse_millicelsius("12.5\n").ok());
+}
+
+// sysfs CPU lists (cpu/online, a PMU's cpumask): ranges, and a bound on what a corrupt file
+// can make perf-monitor allocate.
+TEST(CpuList, RangesAndBounds) {
+  EXPECT_EQ(pm::parse_cpu_list(" 0-3,8,10-11\n"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_FALSE(pm::parse_cpu_list("3-1").has_value());
+  EXPECT_FALSE(pm::parse_cpu_list("0,,1").has_value());
+  auto all = pm::parse_cpu_list("0-1048575");
+  ASSERT_TRUE(all.has_value());
+  EXPECT_EQ(all->size(), pm::kMaxCpuListEntries);
+  EXPECT_FALSE(pm::parse_cpu_list("0-1048576").has_value());
+  std::string many;
+  for (int i = 0; i < 1000; ++i) many += "0-1048575,";
+  EXPECT_FALSE(pm::parse_cpu_list(many + "0").has_value());  // was 4 GB
 }
 
 }  // namespace

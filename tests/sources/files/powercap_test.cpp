@@ -224,5 +224,18 @@ TEST(Powercap, RealHost) {
   for (const Sample& s : out) EXPECT_GE(s.value, 0.0);
 }
 
+// Found by fuzzing (fuzz/powercap_fuzz.cpp): readings far beyond the zone's range made the
+// total wrap past 2^64 and go backwards. A running total never goes backwards.
+TEST(WrappingCounterBounds, HugeReadingsNeverTakeTheTotalBackwards) {
+  WrappingCounter c(1);
+  uint64_t total = c.update(0);
+  for (uint64_t raw : std::vector<uint64_t>{18446744073709514285ull, 17160403430128770140ull, 56, UINT64_MAX, 0, 5}) {
+    uint64_t next = c.update(raw);
+    EXPECT_GE(next, total) << raw;
+    total = next;
+  }
+  EXPECT_EQ(total, UINT64_MAX);  // it stays at the top
+}
+
 }  // namespace
 }  // namespace pm

@@ -132,6 +132,29 @@ TEST(ProbeSymbols, MiniDebugInfoIsRead) {
   std::system(("rm -rf " + dir).c_str());
 }
 
+// An xz bomb in .gnu_debugdata (the issue's: 78 KB that decompressed to 960 MB of peak memory)
+// is refused: from the size its index states, or, where that cannot be read (stream padding
+// after the footer), when decompressing reaches the bound.
+TEST(ProbeSymbols, DebugDataBombsAreRefused) {
+  if (std::system("command -v objcopy >/dev/null && command -v xz >/dev/null") != 0) {
+    GTEST_SKIP() << "objcopy (binutils) or xz (xz-utils) missing: cannot build a .gnu_debugdata binary";
+  }
+  std::string dir = ::testing::TempDir() + "pm-bomb-" + std::to_string(::getpid());
+  std::string cmd = "set -e; mkdir -p " + dir + "; cd " + dir +
+                    "; head -c 64M /dev/zero | xz -1 -T1 > bomb.xz; cp bomb.xz padded.xz;"
+                    " head -c 8 /dev/zero >> padded.xz; objcopy --add-section .gnu_debugdata=bomb.xz " + kShop +
+                    " indexed; objcopy --add-section .gnu_debugdata=padded.xz " + kShop + " padded";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  for (const char* name : {"indexed", "padded"}) {
+    auto syms = read_function_symbols(dir + "/" + name);
+    ASSERT_FALSE(syms.ok()) << name;
+    EXPECT_EQ(syms.error().code, Errc::kInvalidArgument);
+    EXPECT_NE(syms.error().message.find("decompresses to more than 32 MiB"), std::string::npos)
+        << syms.error().message;
+  }
+  std::system(("rm -rf " + dir).c_str());
+}
+
 TEST(ProbeSymbols, UsdtNotesOfTheAnnotationHeaderAreFound) {
   EXPECT_TRUE(has_usdt_provider(kShop, "perf_monitor"));
   EXPECT_FALSE(has_usdt_provider(kShop, "other"));
