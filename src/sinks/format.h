@@ -7,14 +7,12 @@
 #include <vector>
 
 #include "core/aggregator.h"
+#include "core/text_layout.h"
 
 namespace pm {
 
-std::string human_bytes(double bytes);          // "256.0 MiB"
 std::string iso8601(WallClock::time_point t, bool micros = false);  // "2026-06-20T02:23:15Z" (.123456)
-std::string labels_text(const Labels& labels);  // "cpu=0,mode=user"
-// The key of a metric in the run summary: its summary_key, else "<family>_<name>".
-std::string summary_key(const MetricDesc& d);
+std::string labels_text(const Labels& labels);                      // "cpu=0,mode=user"
 
 // The values of one record, found by family and name (and optionally a label).
 template <typename V>
