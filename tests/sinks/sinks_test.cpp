@@ -194,7 +194,7 @@ TEST(TextSink, ProcessTreeSummaryAndUnavailable) {
   sink->interval(rec);
   std::string interval_text = contents(tmp.f);
   // Over 2 s: user 1.0 s (50%), system 0.5 s (25%); the latest gauges; no storage figures (not read).
-  EXPECT_NE(interval_text.find("tree     1 processes  2 threads  CPU 75.0% (user 50.0%, system 25.0%)  RSS 2.0 MiB"),
+  EXPECT_NE(interval_text.find("tree     1 process  2 threads  CPU 75.0% (user 50.0%, system 25.0%)  RSS 2.0 MiB"),
             std::string::npos)
       << interval_text;
   EXPECT_EQ(interval_text.find("storage"), std::string::npos) << interval_text;

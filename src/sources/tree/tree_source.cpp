@@ -118,7 +118,11 @@ void tree_text(TextBlock& b) {
 
   if (!b.summary()) {
     if (procs == nullptr && user == nullptr) return;  // nothing of the tree read yet
-    std::string s = fmt::format("{} processes  {} threads", human_count(value(procs)), human_count(value(threads)));
+    // No live member (before exec, after the end): no size to show, only what the tree did.
+    std::string s = procs != nullptr ? fmt::format("{} {}  {} threads", human_count(procs->value),
+                                                   procs->value == 1 ? "process" : "processes",
+                                                   human_count(value(threads)))
+                                     : std::string("no live process");
     if (user != nullptr && sys != nullptr) {
       s += fmt::format("  CPU {} (user {}, system {})", percent(100 * (user->rate + sys->rate)),
                        percent(100 * user->rate), percent(100 * sys->rate));
