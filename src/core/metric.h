@@ -38,6 +38,10 @@ struct MetricDesc {
   std::string_view summary_key = {};
   // Histograms: the upper bound of bucket i is bucket_base * 2^i, in the metric's unit.
   double bucket_base = 0;
+  // Series of things that come and go (a cgroup, a process group): an interval in which a series
+  // was not read leaves it out (Prometheus then drops it), instead of repeating its last value.
+  bool transient = false;
+  // The three below are set with ranked(), denominator_only() and shown_by().
   // One quantity, one name: where several sources measure it (context switches from eBPF, perf's
   // software counter and /proc/stat), each declares the same family and name with its rank, and
   // the core passes on only the series of the highest rank it observed (docs/metrics.md says
@@ -48,15 +52,22 @@ struct MetricDesc {
   bool denominator = false;
   // How the text output shows it; nullptr: a generic line (a source without a layout yet).
   TextLayout text = nullptr;
-  // Series of things that come and go (a cgroup, a process group): an interval in which a series
-  // was not read leaves it out (Prometheus then drops it), instead of repeating its last value.
-  bool transient = false;
 };
 
 // A descriptor with its text layout, for the statics of a source:
 //   const MetricDesc kX = shown_by(layout_fn, {"family", "name", ...});
 constexpr MetricDesc shown_by(TextLayout layout, MetricDesc d) {
   d.text = layout;
+  return d;
+}
+// A descriptor of a quantity other sources measure too, with this source's rank.
+constexpr MetricDesc ranked(int rank, MetricDesc d) {
+  d.rank = rank;
+  return d;
+}
+// A descriptor that only feeds a ratio (MetricDesc::denominator).
+constexpr MetricDesc denominator_only(MetricDesc d) {
+  d.denominator = true;
   return d;
 }
 

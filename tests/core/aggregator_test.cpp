@@ -359,10 +359,10 @@ TEST(Aggregator, APeakAloneIsTheMaximumOfAGaugeNeverRead) {
 // are not (a source that was never read does not hide a lower one). A denominator is never
 // passed on, yet its ratio is derived.
 TEST(Aggregator, PassesOnTheBestSourceOfAQuantityAndNoDenominators) {
-  const MetricDesc proc{"sched", "switches", MetricKind::kCounter, Unit::kNone, "/proc", {}, 0, 0};
-  const MetricDesc ebpf{"sched", "switches", MetricKind::kCounter, Unit::kNone, "eBPF", {}, 0, 2};
-  const MetricDesc unread{"sched", "switches", MetricKind::kCounter, Unit::kNone, "never read", {}, 0, 5};
-  const MetricDesc total{"cpu", "total_seconds", MetricKind::kCounter, Unit::kSeconds, "", {}, 0, 0, true};
+  const MetricDesc proc{"sched", "switches", MetricKind::kCounter, Unit::kNone, "/proc"};
+  const MetricDesc ebpf = ranked(2, {"sched", "switches", MetricKind::kCounter, Unit::kNone, "eBPF"});
+  const MetricDesc unread = ranked(5, {"sched", "switches", MetricKind::kCounter, Unit::kNone, "never read"});
+  const MetricDesc total = denominator_only({"cpu", "total_seconds", MetricKind::kCounter, Unit::kSeconds, ""});
   Aggregator agg;
   agg.add_ratio({&kUtil, &kTime, &total, 100.0});
   agg.observe_baseline({{&unread, {}, std::nan(""), {}}}, t0);

@@ -110,7 +110,7 @@ TEST_F(CountersTest, SystemWideSwitchesAgreeWithProcStat) {
   std::ofstream(config) << "[scheduler]\nenabled = false\n";
   pid_t load = ::fork();
   if (load == 0) {
-    ::execl(workload().c_str(), "pm-workload", "pingpong", "400000", nullptr);
+    ::execl(workload().c_str(), "pm-workload", "pingpong", "40000000", nullptr);  // outlasts the test
     ::_exit(127);
   }
   auto t0 = std::chrono::steady_clock::now();

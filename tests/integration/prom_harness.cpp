@@ -257,7 +257,7 @@ std::vector<std::string> words_of(const std::string& name) {
 std::vector<std::string> naming_problems(const std::string& exposition) {
   static const std::set<std::string> kUnits = {"seconds", "bytes", "joules", "celsius", "ratio", "percent", "watts"};
   static const std::set<std::string> kBreakdowns = {"cpu", "device", "op", "mode", "resource", "kind", "node"};
-  static const std::vector<std::string> kTwoWordFamilies = {"block_io", "process_tree"};
+  static const std::vector<std::string> kTwoWordFamilies = {"block_io", "process_tree", "process_group"};
   std::vector<std::string> problems;
   std::map<std::string, std::string> types;                       // name -> type
   std::map<std::string, std::set<std::string>> breakdown_values;  // family -> values of breakdown labels
@@ -297,7 +297,8 @@ std::vector<std::string> naming_problems(const std::string& exposition) {
   // The subject a family measures: pmc counts the tree in run and attach.
   auto subject_of = [&](const std::string& family) -> std::string {
     if (family == "process_tree" || (family == "pmc" && mode != "system")) return "tree";
-    if (family == "probe" || family == "numa" || family == "self" || family == "build" || family == "source") {
+    if (family == "probe" || family == "numa" || family == "self" || family == "build" || family == "source" ||
+        family == "cgroup" || family == "process_group" || family == "top") {
       return family;
     }
     return "system";

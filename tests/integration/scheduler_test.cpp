@@ -112,7 +112,7 @@ TEST_F(SchedulerTest, SystemWideSwitchesAgreeWithProcStat) {
   // the run, under a load that switches steadily.
   pid_t load = ::fork();
   if (load == 0) {
-    ::execl(workload().c_str(), "pm-workload", "pingpong", "400000", nullptr);
+    ::execl(workload().c_str(), "pm-workload", "pingpong", "40000000", nullptr);  // outlasts the test
     ::_exit(127);
   }
   auto t0 = std::chrono::steady_clock::now();

@@ -158,7 +158,7 @@ TEST(TextLayout, ItemsOfOneSectionShareALine) {
 }
 
 const MetricDesc kA = shown_by(first_layout, {"x", "a", MetricKind::kCounter});
-const MetricDesc kB = shown_by(second_layout, {"x", "a", MetricKind::kCounter, Unit::kNone, "", {}, 0, 3});
+const MetricDesc kB = shown_by(second_layout, ranked(3, {"x", "a", MetricKind::kCounter, Unit::kNone, ""}));
 
 TEST(TextLayout, ALayoutTakesAQuantityOnceAndHigherRanksGoFirst) {
   TextBlock b(false, 1);

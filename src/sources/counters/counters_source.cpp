@@ -24,15 +24,9 @@ using K = MetricKind;
 
 void pmc_text(TextBlock& b);
 
-const MetricDesc kElapsed{"pmc",
-                          "elapsed_seconds",
-                          K::kCounter,
-                          Unit::kSeconds,
-                          "Wall-clock time the counters have been open: the denominator of CPUs utilised and watts",
-                          {},
-                          0,
-                          0,
-                          true};
+const MetricDesc kElapsed =
+    denominator_only({"pmc", "elapsed_seconds", K::kCounter, Unit::kSeconds,
+                      "Wall-clock time the counters have been open: the denominator of CPUs utilised and watts"});
 const MetricDesc kEnabled = shown_by(pmc_text, {"pmc", "enabled_seconds", K::kCounter, Unit::kSeconds,
                                                 "Time each event was enabled (summed over CPUs or tasks)"});
 const MetricDesc kRunning = shown_by(pmc_text, {"pmc", "running_seconds", K::kCounter, Unit::kSeconds,

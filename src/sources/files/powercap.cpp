@@ -33,15 +33,8 @@ void energy_text(TextBlock& b);
 
 const MetricDesc kEnergy = shown_by(energy_text, {"energy", "powercap_joules", MetricKind::kCounter, Unit::kJoules,
                                                   "Energy of the powercap zone (RAPL), wrap-around handled"});
-const MetricDesc kElapsed{"energy",
-                          "elapsed_seconds",
-                          MetricKind::kCounter,
-                          Unit::kSeconds,
-                          "Wall-clock time the zones have been read: the denominator of watts",
-                          {},
-                          0,
-                          0,
-                          true};
+const MetricDesc kElapsed = denominator_only({"energy", "elapsed_seconds", MetricKind::kCounter, Unit::kSeconds,
+                                              "Wall-clock time the zones have been read: the denominator of watts"});
 const MetricDesc kWatts = shown_by(
     energy_text, {"energy", "powercap_watts", MetricKind::kGauge, Unit::kNone, "Average power of the powercap zone"});
 

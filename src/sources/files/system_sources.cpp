@@ -28,15 +28,8 @@ void sched_text(TextBlock& b);
 const MetricDesc kCpuTime =
     shown_by(cpu_text, {"cpu", "time_seconds", K::kCounter, Unit::kSeconds,
                         "CPU time spent in each mode, per CPU (cpu=\"all\": the whole system)"});
-const MetricDesc kCpuTotal{"cpu",
-                           "total_seconds",
-                           K::kCounter,
-                           Unit::kSeconds,
-                           "CPU time in all modes, per CPU: the denominator of utilisation",
-                           {},
-                           0,
-                           0,
-                           true};
+const MetricDesc kCpuTotal = denominator_only({"cpu", "total_seconds", K::kCounter, Unit::kSeconds,
+                                               "CPU time in all modes, per CPU: the denominator of utilisation"});
 const MetricDesc kCpuUtil = shown_by(cpu_text, {"cpu", "utilisation_percent", K::kGauge, Unit::kPercent,
                                                 "Share of CPU time spent in each mode over the interval, per CPU"});
 // The scheduler's figures that /proc/stat and /proc/loadavg give. Context switches are the last
@@ -172,17 +165,11 @@ const MetricDesc kSwapTotal =
 const MetricDesc kSwapFree =
     shown_by(memory_text, {"memory", "swap_free_bytes", K::kGauge, Unit::kBytes, "SwapFree", "global_swap_free"});
 // Page faults: vmstat (rank 1) before perf's software counters of the same faults (rank 0).
-const MetricDesc kPgFault = shown_by(
-    memory_text,
-    {"memory", "page_faults", K::kCounter, Unit::kNone, "Page faults, minor and major (vmstat pgfault)", {}, 0, 1});
-const MetricDesc kPgMajFault = shown_by(memory_text, {"memory",
-                                                      "major_faults",
-                                                      K::kCounter,
-                                                      Unit::kNone,
-                                                      "Major page faults, that needed I/O (vmstat pgmajfault)",
-                                                      {},
-                                                      0,
-                                                      1});
+const MetricDesc kPgFault = shown_by(memory_text, ranked(1, {"memory", "page_faults", K::kCounter, Unit::kNone,
+                                                             "Page faults, minor and major (vmstat pgfault)"}));
+const MetricDesc kPgMajFault =
+    shown_by(memory_text, ranked(1, {"memory", "major_faults", K::kCounter, Unit::kNone,
+                                     "Major page faults, that needed I/O (vmstat pgmajfault)"}));
 const MetricDesc kSwapIn =
     shown_by(memory_text, {"memory", "swap_in_bytes", K::kCounter, Unit::kBytes, "Bytes swapped in (vmstat pswpin)"});
 const MetricDesc kSwapOut = shown_by(

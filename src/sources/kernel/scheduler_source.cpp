@@ -31,7 +31,7 @@ void tree_sched_text(TextBlock& b);
 // 1, /proc/stat 0), with the voluntary/preempted split.
 const MetricDesc kSwitches = shown_by(
     scheduler_text,
-    {"scheduler", "context_switches", K::kCounter, Unit::kNone, "Context switches (sched_switch), per CPU", {}, 0, 2});
+    ranked(2, {"scheduler", "context_switches", K::kCounter, Unit::kNone, "Context switches (sched_switch), per CPU"}));
 const MetricDesc kVoluntary = shown_by(
     scheduler_text, {"scheduler", "voluntary_switches", K::kCounter, Unit::kNone, "Switches where the task blocked"});
 const MetricDesc kInvoluntary = shown_by(scheduler_text, {"scheduler", "involuntary_switches", K::kCounter, Unit::kNone,

@@ -48,11 +48,11 @@ const MetricDesc kSystem =
     shown_by(tree_text, {"process_tree", "cpu_system_seconds", K::kCounter, Unit::kSeconds,
                          "CPU time in kernel mode, exited members included", "proc_cpu_system_seconds"});
 const MetricDesc kMinflt =
-    shown_by(tree_text, {"process_tree", "minor_faults", K::kCounter, Unit::kNone,
-                         "Minor page faults, exited members included", "proc_minor_faults", 0, 1});
+    shown_by(tree_text, ranked(1, {"process_tree", "minor_faults", K::kCounter, Unit::kNone,
+                                   "Minor page faults, exited members included", "proc_minor_faults"}));
 const MetricDesc kMajflt =
-    shown_by(tree_text, {"process_tree", "major_faults", K::kCounter, Unit::kNone,
-                         "Major page faults, exited members included", "proc_major_faults", 0, 1});
+    shown_by(tree_text, ranked(1, {"process_tree", "major_faults", K::kCounter, Unit::kNone,
+                                   "Major page faults, exited members included", "proc_major_faults"}));
 const MetricDesc kVcsw =
     shown_by(tree_text, {"process_tree", "voluntary_switches", K::kCounter, Unit::kNone,
                          "Voluntary context switches (the task blocked)", "proc_voluntary_switches"});
@@ -70,8 +70,9 @@ const MetricDesc kRchar =
                          "Bytes the tree read with read()-like calls (cache hits included)", "proc_io_rchar"});
 const MetricDesc kWchar = shown_by(tree_text, {"process_tree", "io_wchar_bytes", K::kCounter, Unit::kBytes,
                                                "Bytes the tree wrote with write()-like calls", "proc_io_wchar"});
-const MetricDesc kOnCpu = shown_by(tree_text, {"process_tree", "on_cpu_seconds", K::kCounter, Unit::kSeconds,
-                                               "Time the tree's tasks ran (to the ns)", "proc_on_cpu_seconds", 0, 1});
+const MetricDesc kOnCpu =
+    shown_by(tree_text, ranked(1, {"process_tree", "on_cpu_seconds", K::kCounter, Unit::kSeconds,
+                                   "Time the tree's tasks ran (to the ns)", "proc_on_cpu_seconds"}));
 const MetricDesc kRunq =
     shown_by(tree_text, {"process_tree", "runq_wait_seconds", K::kCounter, Unit::kSeconds,
                          "Time the tree's tasks were runnable, waiting for a CPU", "proc_runq_wait_seconds"});
