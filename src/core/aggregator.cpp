@@ -112,6 +112,24 @@ std::vector<uint64_t> bucket_delta(const std::vector<uint64_t>& now, const std::
 
 }  // namespace
 
+std::vector<bool> Aggregator::passed_on() const {
+  // One quantity, one name: of the sources that measure it, the highest rank observed fills it.
+  std::unordered_map<std::string, int> best;
+  auto quantity = [](const MetricDesc* d) { return std::string(d->family) + '\x1f' + std::string(d->name); };
+  for (const Series& s : series_) {
+    if (!s.observed) continue;
+    auto [it, inserted] = best.try_emplace(quantity(s.desc), s.desc->rank);
+    if (!inserted) it->second = std::max(it->second, s.desc->rank);
+  }
+  std::vector<bool> out(series_.size());
+  for (size_t i = 0; i < series_.size(); ++i) {
+    const MetricDesc* d = series_[i].desc;
+    auto it = best.find(quantity(d));
+    out[i] = !d->denominator && (it == best.end() || d->rank >= it->second);
+  }
+  return out;
+}
+
 template <typename Delta>
 std::vector<Aggregator::RatioValue> Aggregator::derive_ratios(Delta delta) const {
   std::vector<RatioValue> out;
@@ -134,8 +152,10 @@ IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {
   rec.timestamp = WallClock::now();
   rec.seconds = std::chrono::duration<double>(now - last_close_).count();
   rec.values.reserve(series_.size());
-  for (Series& s : series_) {
-    if (!s.observed || (s.desc->transient && !s.iv_seen)) continue;
+  std::vector<bool> passed = passed_on();
+  for (size_t i = 0; i < series_.size(); ++i) {
+    Series& s = series_[i];
+    if (!s.observed || !passed[i] || (s.desc->transient && !s.iv_seen)) continue;
     IntervalValue v{s.desc, &s.labels};
     switch (s.desc->kind) {
       case MetricKind::kCounter:
@@ -180,7 +200,10 @@ SummaryRecord Aggregator::summary(MonoClock::time_point now) const {
   rec.start = start_wall_;
   rec.end = WallClock::now();
   rec.seconds = started_ ? std::chrono::duration<double>(now - start_mono_).count() : 0;
-  for (const Series& s : series_) {
+  std::vector<bool> passed = passed_on();
+  for (size_t i = 0; i < series_.size(); ++i) {
+    const Series& s = series_[i];
+    if (!passed[i]) continue;
     SummaryValue v{s.desc, &s.labels};
     v.value = s.desc->kind == MetricKind::kGauge ? s.last : s.last - s.first;
     v.min = s.run_min;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Turns the running totals and current values that sources report into what sinks print: per
 // interval deltas, rates and gauge min/max; over the whole run counter totals and gauge extrema;
-// and derived ratios. This is the only place such arithmetic happens.
+// and derived ratios. This is the only place such arithmetic happens. Where several sources
+// measure one quantity (MetricDesc::rank), it passes on the best one observed.
 #pragma once
 
 #include <chrono>
@@ -91,6 +92,8 @@ class Aggregator {
     const Series* numerator;  // the ratio carries the numerator's labels
     double value;
   };
+  // Per series: whether sinks get it (not a denominator, not outranked by another source).
+  [[nodiscard]] std::vector<bool> passed_on() const;
   template <typename Delta>
   [[nodiscard]] std::vector<RatioValue> derive_ratios(Delta delta) const;
 

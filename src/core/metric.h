@@ -14,6 +14,16 @@ namespace pm {
 
 enum class MetricKind { kCounter, kGauge, kHistogram };
 
+class TextBlock;
+// How a source shows its metrics in the text output (core/text_layout.h): a function next to the
+// metrics' descriptors, which it finds by descriptor, never by a string.
+using TextLayout = void (*)(TextBlock&);
+
+// The label value of a breakdown's whole: cpu="all" beside cpu="0", "1", ...; device="all"
+// beside each disk. JSON and text show it; Prometheus leaves it out where the parts are there
+// (sum() over the parts gives it), so a sum over a label never counts twice.
+inline constexpr std::string_view kAllLabel = "all";
+
 // Base units only: bytes, seconds, joules, celsius. kNone is a plain count; kPercent is only used
 // for ratios the core derives.
 enum class Unit { kNone, kBytes, kSeconds, kJoules, kCelsius, kPercent };
@@ -31,7 +41,35 @@ struct MetricDesc {
   // Series of things that come and go (a cgroup, a process group): an interval in which a series
   // was not read leaves it out (Prometheus then drops it), instead of repeating its last value.
   bool transient = false;
+  // The three below are set with ranked(), denominator_only() and shown_by().
+  // One quantity, one name: where several sources measure it (context switches from eBPF, perf's
+  // software counter and /proc/stat), each declares the same family and name with its rank, and
+  // the core passes on only the series of the highest rank it observed (docs/metrics.md says
+  // which source fills each). 0 is a source nothing else measures, or the last resort.
+  int rank = 0;
+  // Only the denominator of a ratio the core derives (wall time, the CPUs' time in all modes):
+  // no sink shows it.
+  bool denominator = false;
+  // How the text output shows it; nullptr: a generic line (a source without a layout yet).
+  TextLayout text = nullptr;
 };
+
+// A descriptor with its text layout, for the statics of a source:
+//   const MetricDesc kX = shown_by(layout_fn, {"family", "name", ...});
+constexpr MetricDesc shown_by(TextLayout layout, MetricDesc d) {
+  d.text = layout;
+  return d;
+}
+// A descriptor of a quantity other sources measure too, with this source's rank.
+constexpr MetricDesc ranked(int rank, MetricDesc d) {
+  d.rank = rank;
+  return d;
+}
+// A descriptor that only feeds a ratio (MetricDesc::denominator).
+constexpr MetricDesc denominator_only(MetricDesc d) {
+  d.denominator = true;
+  return d;
+}
 
 // Label pairs in a fixed order chosen by the source (e.g. cpu, then mode).
 using Labels = std::vector<std::pair<std::string, std::string>>;

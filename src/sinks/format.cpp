@@ -9,18 +9,6 @@
 
 namespace pm {
 
-std::string human_bytes(double bytes) {
-  if (!std::isfinite(bytes)) return "n/a";
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = bytes;
-  size_t u = 0;
-  while (std::fabs(v) >= 1024 && u + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.1f} {}", v, kUnits[u]);
-}
-
 std::string iso8601(WallClock::time_point t, bool micros) {
   std::time_t tt = WallClock::to_time_t(t);
   std::tm tm{};
@@ -44,11 +32,6 @@ std::string labels_text(const Labels& labels) {
     s.append(k).append("=").append(v);
   }
   return s;
-}
-
-std::string summary_key(const MetricDesc& d) {
-  if (!d.summary_key.empty()) return std::string(d.summary_key);
-  return std::string(d.family) + "_" + std::string(d.name);
 }
 
 }  // namespace pm

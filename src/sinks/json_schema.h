@@ -6,6 +6,8 @@
 
 namespace pm {
 
-inline constexpr int kJsonSchemaVersion = 1;
+// 2: one shape for every metric (family.name.labels; only the proc_*/global_* names flat), one
+// name per quantity, breakdowns with an "all" whole (docs/json-schema.md, "Schema versions").
+inline constexpr int kJsonSchemaVersion = 2;
 
 }  // namespace pm

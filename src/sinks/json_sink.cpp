@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // JSON Lines: one object per interval ("type": "interval"), one per finished probed call or
 // request ("type": "span"), and a final "type": "summary" object.
-// Metrics are grouped by family; labels nest in their declared order. docs/json-schema.md has the
-// schema.
+// One shape everywhere: a metric is <family>.<name>, its labels nest below in their declared
+// order, and the leaf is the figure (the summary's leaves: counter totals, gauge {min, max}). The
+// one exception is the run summary's joule-profiler names (proc_*, global_*: MetricDesc::
+// summary_key), which stay flat at the top. docs/json-schema.md has the schema.
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -167,17 +169,20 @@ class JsonSink final : public Sink {
     j["duration_s"] = number(rec.seconds);
     for (const SummaryValue& v : rec.values) {
       const MetricDesc& d = *v.desc;
-      if (!v.labels->empty()) {
-        Json value = d.kind == MetricKind::kHistogram             ? histogram(v)
-                     : d.kind == MetricKind::kGauge && !v.derived ? Json{{"min", number(v.min)}, {"max", number(v.max)}}
-                                                                  : number(v.value);
-        place(j, d, *v.labels, std::move(value));
-      } else if (d.kind == MetricKind::kGauge && !v.derived) {
-        j[summary_key(d) + "_min"] = number(v.min);
-        j[summary_key(d) + "_max"] = number(v.max);
-      } else {
-        j[summary_key(d)] = d.kind == MetricKind::kHistogram ? histogram(v) : number(v.value);
+      bool gauge = d.kind == MetricKind::kGauge && !v.derived;
+      if (!d.summary_key.empty() && v.labels->empty()) {  // the joule-profiler names, flat
+        if (gauge) {
+          j[std::string(d.summary_key) + "_min"] = number(v.min);
+          j[std::string(d.summary_key) + "_max"] = number(v.max);
+        } else {
+          j[std::string(d.summary_key)] = d.kind == MetricKind::kHistogram ? histogram(v) : number(v.value);
+        }
+        continue;
       }
+      Json value = d.kind == MetricKind::kHistogram ? histogram(v)
+                   : gauge                          ? Json{{"min", number(v.min)}, {"max", number(v.max)}}
+                                                    : number(v.value);
+      place(j, d, *v.labels, std::move(value));
     }
     if (!info.slowest_requests.empty()) {
       Json slow = Json::array();

@@ -176,6 +176,21 @@ void append_self(std::string& out, const SessionStatus& s, double render_seconds
   append_sample(out, "perf_monitor_self_render_duration_seconds", "", {}, render_seconds);
 }
 
+// A series of a breakdown's whole (cpu="all", device="all") where the metric also has the parts:
+// left out, so sum() over the label counts each thing once, as node_exporter's metrics do. A
+// whole without parts (a source that only knows the total) is kept.
+bool whole_beside_parts(const IntervalValue& v, const std::vector<const IntervalValue*>& series) {
+  for (const auto& [key, value] : *v.labels) {
+    if (value != kAllLabel) continue;
+    for (const IntervalValue* other : series) {
+      for (const auto& [k, val] : *other->labels) {
+        if (k == key && val != kAllLabel) return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string prometheus_name(const MetricDesc& d) {
@@ -187,7 +202,7 @@ std::string prometheus_name(const MetricDesc& d) {
     if (ends_with(n, "_percent")) n.resize(n.size() - 8);
     n += "_ratio";
   } else if (std::string_view suffix = unit_suffix(d.unit); !suffix.empty() && !has_unit(n, suffix)) {
-    n += suffix;  // a name that already says its unit keeps it where it is (task_clock_seconds_per_cpu)
+    n += suffix;  // a name that already says its unit keeps it
   }
   if (d.kind == MetricKind::kCounter && !ends_with(n, "_total")) n += "_total";
   return n;
@@ -224,6 +239,7 @@ void render_exposition(std::string& out, const IntervalRecord* rec, const Sessio
       append_header(out, name, help, type);
       for (const IntervalValue* v : values) {
         if (v->desc->kind != d.kind) continue;  // two metrics that map to one name: the first wins
+        if (whole_beside_parts(*v, values)) continue;
         switch (d.kind) {
           case MetricKind::kCounter:
             append_sample(out, name, "", *v->labels, v->total);

@@ -355,5 +355,32 @@ TEST(Aggregator, APeakAloneIsTheMaximumOfAGaugeNeverRead) {
   EXPECT_TRUE(std::isnan(find(sum.values, kTemp)->min));
 }
 
+// One quantity measured by several sources: the highest rank observed is passed on, the others
+// are not (a source that was never read does not hide a lower one). A denominator is never
+// passed on, yet its ratio is derived.
+TEST(Aggregator, PassesOnTheBestSourceOfAQuantityAndNoDenominators) {
+  const MetricDesc proc{"sched", "switches", MetricKind::kCounter, Unit::kNone, "/proc"};
+  const MetricDesc ebpf = ranked(2, {"sched", "switches", MetricKind::kCounter, Unit::kNone, "eBPF"});
+  const MetricDesc unread = ranked(5, {"sched", "switches", MetricKind::kCounter, Unit::kNone, "never read"});
+  const MetricDesc total = denominator_only({"cpu", "total_seconds", MetricKind::kCounter, Unit::kSeconds, ""});
+  Aggregator agg;
+  agg.add_ratio({&kUtil, &kTime, &total, 100.0});
+  agg.observe_baseline({{&unread, {}, std::nan(""), {}}}, t0);
+  agg.observe({{&proc, {}, 100, {}}, {&ebpf, {}, 10, {}}, {&kTime, {}, 1, {}}, {&total, {}, 2, {}}}, t0);
+  agg.observe({{&proc, {}, 150, {}}, {&ebpf, {}, 40, {}}, {&kTime, {}, 2, {}}, {&total, {}, 4, {}}}, t0 + seconds(1));
+  IntervalRecord rec = agg.close_interval(t0 + seconds(1));
+  EXPECT_EQ(find(rec.values, proc), nullptr);
+  EXPECT_EQ(find(rec.values, unread), nullptr);
+  EXPECT_EQ(find(rec.values, total), nullptr);
+  ASSERT_NE(find(rec.values, ebpf), nullptr);
+  EXPECT_DOUBLE_EQ(find(rec.values, ebpf)->value, 30);
+  ASSERT_NE(find(rec.values, kUtil), nullptr);
+  EXPECT_DOUBLE_EQ(find(rec.values, kUtil)->value, 50);
+  SummaryRecord sum = agg.summary(t0 + seconds(1));
+  EXPECT_EQ(find(sum.values, proc), nullptr);
+  EXPECT_EQ(find(sum.values, total), nullptr);
+  ASSERT_NE(find(sum.values, ebpf), nullptr);
+}
+
 }  // namespace
 }  // namespace pm

@@ -6,6 +6,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -47,6 +51,44 @@ TEST(Cli, ListSaysWhatIsAvailableAndWhyNot) {
   struct stat st {};
   if (::stat("/sys/class/thermal/thermal_zone0", &st) != 0) {
     EXPECT_NE(o.out.find("no thermal zones"), std::string::npos) << o.out;
+  }
+}
+
+// Every metric a source reads is laid out by that source in the text (none falls to the generic
+// "name=value" line), every figure a layout shows was read (no "n/a" where everything can be
+// read), and a section label appears once per block.
+std::vector<std::string> text_problems(const std::string& text) {
+  std::vector<std::string> problems;
+  std::regex generic(R"( [a-z0-9_]+(\{[^}]*\})?=)");
+  std::set<std::string> labels;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("--- ", 0) == 0 || line.rfind("=== ", 0) == 0) {
+      labels.clear();  // a new block
+      continue;
+    }
+    if (std::regex_search(line, generic)) problems.push_back("laid out by no source: " + line);
+    if (line.find("n/a") != std::string::npos) problems.push_back("not read: " + line);
+    if (line.empty() || line[0] == ' ' || line.rfind("not available", 0) == 0 || line.rfind("note", 0) == 0 ||
+        line.rfind("system over", 0) == 0 || line.rfind("command", 0) == 0 || line.rfind("system ", 0) == 0) {
+      continue;
+    }
+    std::string label = line.substr(0, line.find(' '));
+    if (!labels.insert(label).second) problems.push_back("section " + label + " twice in a block: " + line);
+  }
+  return problems;
+}
+
+TEST(Cli, TextShowsEveryMetricEachSourceReadsOnce) {
+  Outcome live = run_pm({"--interval", "500ms", "--duration", "1200ms"});
+  EXPECT_EQ(live.exit_code, 0) << live.err;
+  EXPECT_NE(live.out.find("\nsched    switches "), std::string::npos) << live.out;
+  EXPECT_EQ(text_problems(live.out), std::vector<std::string>{}) << live.out;
+  Outcome run = run_pm({"run", "--interval", "200ms", "--", workload(), "cputime", "500"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("\ntree     "), std::string::npos) << run.out;
+  if (::geteuid() == 0) {  // other users' /proc/PID/io and smaps_rollup are not readable: n/a, rightly
+    EXPECT_EQ(text_problems(run.out), std::vector<std::string>{}) << run.out;
   }
 }
 

@@ -294,7 +294,7 @@ TEST_F(ExactTest, ProbeReturnsOfOtherProcessesAreNotUnmatched) {
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   const auto& probe = o.summary["probe"];
   EXPECT_EQ(probe["calls"]["write"].get<double>(), kCalls) << probe.dump();
-  EXPECT_EQ(o.summary.value("probe_unmatched", -1.0), 0) << probe.dump();
+  EXPECT_EQ(o.summary["probe"].value("unmatched", -1.0), 0) << probe.dump();
 }
 
 }  // namespace

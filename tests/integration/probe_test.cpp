@@ -67,7 +67,7 @@ TEST_F(ProbeTest, CallsAreCountedExactly) {
   EXPECT_EQ(calls(o, "request"), 300);
   EXPECT_EQ(spans(o, kProcess).size(), 300u);
   EXPECT_EQ(o.summary["probe"]["latency_seconds"][kProcess]["count"].get<double>(), 300);
-  EXPECT_EQ(o.summary["probe_spans_dropped"].get<double>(), 0);
+  EXPECT_EQ(o.summary["probe"]["spans_dropped"].get<double>(), 0);
   // Each request ID once, taken from the first argument.
   std::map<uint64_t, int> ids;
   for (const auto& s : spans(o, kProcess)) ++ids[s["request_id"].get<uint64_t>()];
@@ -82,13 +82,13 @@ TEST_F(ProbeTest, RecursiveCallsAreEachCounted) {
   Outcome o = run_shop({kShop + ":shop::nest"}, {"--kind", "nest", "--depth", "5", "--requests", "10"});
   EXPECT_EQ(calls(o, "shop::nest"), 60);
   EXPECT_EQ(o.summary["probe"]["in_progress"]["shop::nest"]["max"].get<double>(), 0);
-  EXPECT_EQ(o.summary["probe_unmatched"].get<double>(), 0);
+  EXPECT_EQ(o.summary["probe"]["unmatched"].get<double>(), 0);
   // Nested spans: an outer call lasts at least as long as the calls inside it.
   auto s = spans(o, "shop::nest");
   ASSERT_EQ(s.size(), 60u);
   Outcome deep = run_shop({kShop + ":shop::nest"}, {"--kind", "nest", "--depth", "20", "--requests", "3"});
   EXPECT_EQ(calls(deep, "shop::nest"), 63);
-  EXPECT_EQ(deep.summary["probe_too_deep"].get<double>(), 3 * (21 - 16));
+  EXPECT_EQ(deep.summary["probe"]["too_deep"].get<double>(), 3 * (21 - 16));
   EXPECT_EQ(deep.summary["probe"]["latency_seconds"]["shop::nest"]["count"].get<double>(), 3 * 16);
   EXPECT_EQ(deep.summary["probe"]["in_progress"]["shop::nest"]["max"].get<double>(), 0);
 }

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -18,6 +19,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -238,6 +241,105 @@ std::string PrometheusServer::log() const { return slurp(dir_ + "/prometheus.log
 
 double sample_value(const nlohmann::json& sample) {
   return std::strtod(sample["value"][1].get<std::string>().c_str(), nullptr);
+}
+
+namespace {
+
+std::vector<std::string> words_of(const std::string& name) {
+  std::vector<std::string> out;
+  std::stringstream ss(name);
+  for (std::string w; std::getline(ss, w, '_');) out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> naming_problems(const std::string& exposition) {
+  static const std::set<std::string> kUnits = {"seconds", "bytes", "joules", "celsius", "ratio", "percent", "watts"};
+  static const std::set<std::string> kBreakdowns = {"cpu", "device", "op", "mode", "resource", "kind", "node"};
+  static const std::vector<std::string> kTwoWordFamilies = {"block_io", "process_tree", "process_group"};
+  std::vector<std::string> problems;
+  std::map<std::string, std::string> types;                       // name -> type
+  std::map<std::string, std::set<std::string>> breakdown_values;  // family -> values of breakdown labels
+  std::string mode = "system";
+  auto family_of = [&](const std::string& name) {
+    std::string rest = name.substr(std::string("perf_monitor_").size());
+    for (const std::string& f : kTwoWordFamilies) {
+      if (rest.rfind(f + "_", 0) == 0) return f;
+    }
+    return rest.substr(0, rest.find('_'));
+  };
+  std::istringstream in(exposition);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::istringstream t(line.substr(7));
+      std::string name, type;
+      t >> name >> type;
+      types[name] = type;
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    size_t open = line.find('{');
+    if (open == std::string::npos) continue;
+    std::string name = line.substr(0, open);
+    if (name.rfind("perf_monitor_", 0) != 0) continue;
+    std::string labels = line.substr(open + 1, line.find('}') - open - 1);
+    for (size_t at = 0; at < labels.size();) {
+      size_t eq = labels.find("=\"", at);
+      size_t end = labels.find('"', eq + 2);
+      if (eq == std::string::npos || end == std::string::npos) break;
+      std::string key = labels.substr(at, eq - at), value = labels.substr(eq + 2, end - eq - 2);
+      if (kBreakdowns.count(key) != 0) breakdown_values[family_of(name)].insert(value);
+      if (name == "perf_monitor_build_info" && key == "mode") mode = value;
+      at = end + 2;  // past '",'
+    }
+  }
+  // The subject a family measures: pmc counts the tree in run and attach.
+  auto subject_of = [&](const std::string& family) -> std::string {
+    if (family == "process_tree" || (family == "pmc" && mode != "system")) return "tree";
+    if (family == "probe" || family == "numa" || family == "self" || family == "build" || family == "source" ||
+        family == "cgroup" || family == "process_group" || family == "top") {
+      return family;
+    }
+    return "system";
+  };
+  std::map<std::string, std::string> concept_of;  // subject + stem -> the first name with it
+  for (const auto& [name, type] : types) {
+    if (name.rfind("perf_monitor_", 0) != 0) {
+      problems.push_back(name + ": not under perf_monitor_");
+      continue;
+    }
+    std::vector<std::string> w = words_of(name);
+    size_t totals = static_cast<size_t>(std::count(w.begin(), w.end(), "total"));
+    bool ends_total = w.back() == "total";
+    if (type == "counter" && (!ends_total || totals != 1))
+      problems.push_back(name + ": a counter has `total` once, last");
+    if (type != "counter" && ends_total) problems.push_back(name + ": only a counter ends in _total");
+    std::vector<std::string> units;
+    for (const std::string& x : w) {
+      if (kUnits.count(x) != 0) units.push_back(x);
+    }
+    size_t last = w.size() - (ends_total ? 2 : 1);
+    if (units.size() > 1) problems.push_back(name + ": more than one unit");
+    if (units.size() == 1 && w[last] != units[0]) problems.push_back(name + ": the unit is not the last word");
+    if (units.size() == 1 && units[0] == "percent") problems.push_back(name + ": a percentage is a _ratio");
+    std::string family = family_of(name);
+    for (size_t i = 0; i < w.size(); ++i) {
+      bool number = !w[i].empty() && std::all_of(w[i].begin(), w[i].end(), ::isdigit) && i > 0 &&
+                    (w[i - 1] == "cpu" || w[i - 1] == "node");
+      bool cpu_n = w[i].size() > 3 && w[i].rfind("cpu", 0) == 0 && std::isdigit(static_cast<unsigned char>(w[i][3]));
+      if (w[i] == "per" || number || cpu_n) problems.push_back(name + ": a label encoded in the name (" + w[i] + ")");
+      if (i >= 2 && breakdown_values[family].count(w[i]) != 0 && w[i] != "total") {
+        problems.push_back(name + ": `" + w[i] + "` is a label value of family " + family);
+      }
+    }
+    std::string stem = name.substr(std::string("perf_monitor_").size() + family.size() + 1);
+    if (ends_total) stem.resize(stem.size() - 6);
+    std::string key = subject_of(family) + " " + stem;
+    auto [it, inserted] = concept_of.try_emplace(key, name);
+    if (!inserted) problems.push_back(name + ": the same concept as " + it->second);
+  }
+  return problems;
 }
 
 }  // namespace pm::test

@@ -37,6 +37,14 @@ std::string scrape_when_ready(int port, const std::string& wanted,
 
 // Runs `promtool check metrics` on text; returns its exit status, output in *report.
 int promtool_check(const std::string& text, std::string* report);
+// What breaks perf-monitor's naming rules in an exposition, one line each (empty: nothing):
+// a counter without exactly one `total` (its `_total` suffix), a gauge or histogram ending in
+// `_total`, more than one unit word or a unit word not last, a label encoded in a name (`per_cpu`,
+// `cpu0`, a value of a breakdown label the family carries: `..._read_bytes` beside `op="read"`),
+// and one concept under two names (the same name after the family, in two families that measure
+// the same subject: the system, the target's tree, probed calls, NUMA nodes, cgroups, process
+// groups, perf-monitor itself).
+std::vector<std::string> naming_problems(const std::string& exposition);
 
 // A real Prometheus server on 127.0.0.1 with its own configuration and storage in a scratch
 // directory, scraping the given perf-monitor ports every second. Stopped (SIGTERM) and its

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <thread>
@@ -22,12 +23,22 @@ class SchedulerTest : public ::testing::Test {
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root: loading BPF programs";
   }
+  // A figure of the summary: a joule-profiler name ("proc_rss_max"), or a path into the
+  // sections ("pmc.task_clock_seconds").
   static double num(const Outcome& o, const std::string& key) {
-    if (!o.summary.contains(key) || o.summary[key].is_null()) {
+    const nlohmann::json* j = &o.summary;
+    for (size_t from = 0; j != nullptr;) {
+      size_t dot = key.find('.', from);
+      std::string part = key.substr(from, dot - from);
+      j = j->is_object() && j->contains(part) ? &(*j)[part] : nullptr;
+      if (dot == std::string::npos) break;
+      from = dot + 1;
+    }
+    if (j == nullptr || !j->is_number()) {
       ADD_FAILURE() << "summary has no " << key << ": " << o.summary.dump();
       return NAN;
     }
-    return o.summary[key].get<double>();
+    return j->get<double>();
   }
   static Outcome run_json(std::vector<std::string> cmd) {
     std::vector<std::string> args = {"run", "--format", "json", "--"};
@@ -69,7 +80,12 @@ TEST_F(SchedulerTest, SleepingIsBlockedOffCpuTime) {
 TEST_F(SchedulerTest, CpuBoundWorkIsOnCpuTime) {
   Outcome o = run_json({workload(), "cputime", "400"});
   EXPECT_GE(num(o, "proc_on_cpu_seconds"), 0.4 * 0.95);
-  EXPECT_NEAR(num(o, "proc_on_cpu_seconds"), num(o, "pmc_task_clock_seconds"), 0.02);
+  // Against the command's own getrusage (perf's task clock of the tree fills the same quantity
+  // only where the kernel accounting is missing).
+  size_t at = o.out.find("cpu_seconds=");
+  ASSERT_NE(at, std::string::npos) << o.out;
+  double rusage = std::stod(o.out.substr(at + 12));
+  EXPECT_NEAR(num(o, "proc_on_cpu_seconds"), rusage, 0.02);
 }
 
 TEST_F(SchedulerTest, ForkedChildrenAreFollowedInTheKernel) {
@@ -80,21 +96,42 @@ TEST_F(SchedulerTest, ForkedChildrenAreFollowedInTheKernel) {
               2e-6);
 }
 
+// /proc/stat's ctxt: every context switch since boot.
+double proc_stat_ctxt() {
+  std::ifstream in("/proc/stat");
+  for (std::string key; in >> key;) {
+    double v = 0;
+    if (key == "ctxt" && in >> v) return v;
+  }
+  return NAN;
+}
+
 TEST_F(SchedulerTest, SystemWideSwitchesAgreeWithProcStat) {
+  // eBPF fills scheduler.context_switches (it outranks perf's counter and /proc/stat, which the
+  // summary then leaves out): its rate against the rate of /proc/stat's ctxt, read here around
+  // the run, under a load that switches steadily.
   pid_t load = ::fork();
   if (load == 0) {
-    ::execl(workload().c_str(), "pm-workload", "pingpong", "400000", nullptr);
+    ::execl(workload().c_str(), "pm-workload", "pingpong", "40000000", nullptr);  // outlasts the test
     ::_exit(127);
   }
+  auto t0 = std::chrono::steady_clock::now();
+  double before = proc_stat_ctxt();
   Outcome o = run_pm({"--format", "json", "--interval", "500ms", "--duration", "2s"});
+  double after = proc_stat_ctxt();
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ::kill(load, SIGKILL);
   ::waitpid(load, nullptr, 0);
   ASSERT_FALSE(o.summary.is_null()) << o.err;
-  double ours = num(o, "scheduler_context_switches"), proc = num(o, "sched_context_switches");
-  EXPECT_GT(proc, 10000);
-  EXPECT_NEAR(ours, proc, proc * 0.05);
+  ASSERT_TRUE(o.summary["scheduler"]["context_switches"].is_object()) << o.summary.dump();
+  double ours = o.summary["scheduler"]["context_switches"]["all"].get<double>();
+  double proc_rate = (after - before) / wall, our_rate = ours / o.summary["duration_s"].get<double>();
+  EXPECT_GT(after - before, 10000);
+  EXPECT_NEAR(our_rate, proc_rate, proc_rate * 0.1);
   double per_cpu = 0;
-  for (const auto& [cpu, v] : o.summary["scheduler"]["per_cpu_switches"].items()) per_cpu += v.get<double>();
+  for (const auto& [cpu, v] : o.summary["scheduler"]["context_switches"].items()) {
+    if (cpu != "all") per_cpu += v.get<double>();
+  }
   EXPECT_NEAR(per_cpu, ours, 1);
 }
 
@@ -151,7 +188,7 @@ TEST_F(SchedulerTest, DirectWritesCountForTheTreeAndTheDevice) {
   std::string device;
   double most = -1;
   for (const auto& [dev, ops] : o.summary["block_io"]["bio_bytes"].items()) {
-    if (ops["write"].get<double>() > most) {
+    if (dev != "all" && ops["write"].get<double>() > most) {
       most = ops["write"].get<double>();
       device = dev;
     }
@@ -169,7 +206,7 @@ TEST_F(SchedulerTest, BlockDisabledMeansNothingAttached) {
   Outcome o = run_pm({"--config", path, "--format", "json", "--duration", "300ms"});
   ASSERT_FALSE(o.summary.is_null());
   EXPECT_FALSE(o.summary.contains("block_io"));
-  EXPECT_FALSE(o.summary.contains("block_io_total_bytes"));
+  EXPECT_FALSE(o.summary.contains("block_io_bio_bytes"));
 }
 
 }  // namespace
@@ -190,15 +227,18 @@ TEST(KernelSources, RawTracepointFallbackCountsTheSame) {
   ::unsetenv("PERF_MONITOR_BPF_ATTACH");
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   EXPECT_FALSE(o.summary["unavailable"].contains("scheduler")) << o.summary["unavailable"];
-  EXPECT_GE(o.summary.value("scheduler_context_switches", 0.0), 2 * kTrips);
-  EXPECT_GE(o.summary.value("scheduler_wakeups", 0.0), 2 * kTrips);
-  EXPECT_GE(o.summary["scheduler_runq_latency_seconds"]["count"].get<double>(), 2 * kTrips);
+  const nlohmann::json& sched = o.summary["scheduler"];
+  EXPECT_GE(sched["context_switches"].value("all", 0.0), 2 * kTrips) << sched.dump();
+  EXPECT_GE(sched.value("wakeups", 0.0), 2 * kTrips);
+  EXPECT_GE(sched["runq_latency_seconds"]["count"].get<double>(), 2 * kTrips);
   EXPECT_NE(o.summary["unavailable"].value("process_tree", "").find("sampled from /proc"), std::string::npos)
       << o.summary["unavailable"];
   EXPECT_GT(o.summary.value("proc_cpu_user_seconds", 0.0) + o.summary.value("proc_cpu_system_seconds", 0.0), 0);
   ASSERT_FALSE(d.summary.is_null()) << d.err;
   double device_written = 0;
-  for (const auto& [dev, ops] : d.summary["block_io"]["bio_bytes"].items()) device_written += ops["write"].get<double>();
+  for (const auto& [dev, ops] : d.summary["block_io"]["bio_bytes"].items()) {
+    if (dev != "all") device_written += ops["write"].get<double>();
+  }
   EXPECT_GE(device_written, 8 * kMiB);
   EXPECT_NE(d.summary["unavailable"].value("block_io.tree", "").find("tp_btf"), std::string::npos)
       << d.summary["unavailable"];

@@ -31,8 +31,8 @@ const MetricDesc kTotal{"cpu", "total_seconds", K::kCounter, Unit::kSeconds, "al
 const MetricDesc kLatency{"probe",   "latency", K::kHistogram, Unit::kSeconds, "Function latency", {},
                           1000 * 1e-9};  // 1 us buckets, as a source computes it
 const MetricDesc kNoHelp{"app-x", "weird.name", K::kGauge, Unit::kNone, ""};
-const MetricDesc kPerCpu{"pmc", "task_clock_seconds_per_cpu", K::kCounter, Unit::kSeconds, "task-clock per CPU"};
-const MetricDesc kBlockTotal{"block_io", "total_bytes", K::kCounter, Unit::kBytes, "Bytes, all devices"};
+const MetricDesc kTaskClock{"pmc", "task_clock_seconds", K::kCounter, Unit::kSeconds, "task-clock, per CPU"};
+const MetricDesc kBioBytes{"block_io", "bio_bytes", K::kCounter, Unit::kBytes, "Bytes, per device and op"};
 
 const MonoClock::time_point t0{seconds(100)};
 
@@ -64,8 +64,8 @@ TEST(PrometheusNames, FollowTheConventions) {
   EXPECT_EQ(prometheus_name(kAvg10), "perf_monitor_pressure_avg10_ratio");
   EXPECT_EQ(prometheus_name(kLatency), "perf_monitor_probe_latency_seconds");  // the unit is added
   EXPECT_EQ(prometheus_name(kNoHelp), "perf_monitor_app_x_weird_name");
-  EXPECT_EQ(prometheus_name(kPerCpu), "perf_monitor_pmc_task_clock_seconds_per_cpu_total");
-  EXPECT_EQ(prometheus_name(kBlockTotal), "perf_monitor_block_io_total_bytes_total");
+  EXPECT_EQ(prometheus_name(kTaskClock), "perf_monitor_pmc_task_clock_seconds_total");  // one unit
+  EXPECT_EQ(prometheus_name(kBioBytes), "perf_monitor_block_io_bio_bytes_total");
   const MetricDesc already{"x", "events_total", K::kCounter, Unit::kNone, "h"};
   EXPECT_EQ(prometheus_name(already), "perf_monitor_x_events_total");
 }
@@ -172,6 +172,32 @@ TEST_F(Exposition, PromtoolAcceptsIt) {
   report << in.rdbuf();
   EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << report.str() << "\n" << text;
   EXPECT_EQ(report.str(), "");
+}
+
+// A breakdown's whole (cpu="all", device="all") is left out beside its parts, so sum() counts
+// once; a whole without parts (a source that only knows the total) is kept.
+TEST(PrometheusWhole, LeftOutBesideItsPartsKeptAlone) {
+  Aggregator agg;
+  auto samples = [](double k) {
+    return Samples{{&kTaskClock, {{"cpu", "all"}}, 3 * k, {}},
+                   {&kTaskClock, {{"cpu", "0"}}, 1 * k, {}},
+                   {&kTaskClock, {{"cpu", "1"}}, 2 * k, {}},
+                   {&kBioBytes, {{"device", "all"}, {"op", "read"}}, 7 * k, {}},
+                   {&kBioBytes, {{"device", "vda"}, {"op", "read"}}, 7 * k, {}},
+                   {&kSwitches, {{"cpu", "all"}}, 10 * k, {}}};
+  };
+  agg.observe(samples(1), t0);
+  agg.observe(samples(2), t0 + seconds(1));
+  std::string text = render(agg.close_interval(t0 + seconds(1)));
+  // The only "all" left: switches, whose parts no source read.
+  size_t all = text.find("=\"all\"");
+  EXPECT_EQ(all, text.find("perf_monitor_scheduler_context_switches_total{cpu=\"all\"} 10") + 49) << text;
+  EXPECT_EQ(text.find("=\"all\"", all + 1), std::string::npos) << text;
+  EXPECT_NE(text.find("perf_monitor_pmc_task_clock_seconds_total{cpu=\"0\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("perf_monitor_pmc_task_clock_seconds_total{cpu=\"1\"} 2\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("device=\"all\""), std::string::npos) << text;
+  EXPECT_NE(text.find("perf_monitor_block_io_bio_bytes_total{device=\"vda\",op=\"read\"} 7\n"), std::string::npos)
+      << text;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "core/aggregator.h"
 #include "core/output.h"
 #include "sinks/sink.h"
+#include "sources/tree/tree_source.h"
 
 namespace pm {
 namespace {
@@ -27,15 +28,6 @@ const MetricDesc kRss{"proc", "rss_bytes", K::kGauge, Unit::kBytes, "resident me
 const MetricDesc kReqs{"app", "requests", K::kCounter, Unit::kNone, "requests served"};
 const MetricDesc kDevBytes{"app", "bytes", K::kCounter, Unit::kBytes, "bytes per device"};
 const MetricDesc kQueue{"app", "queue_depth", K::kGauge, Unit::kNone, "queue depth per queue"};
-
-// The process_tree family with the names process_tree.cpp reports.
-const MetricDesc kSeen{"process_tree", "processes_seen", K::kGauge, Unit::kNone, "", "proc_processes_seen"};
-const MetricDesc kProcs{"process_tree", "processes", K::kGauge, Unit::kNone, "", "proc_processes"};
-const MetricDesc kThreads{"process_tree", "threads", K::kGauge, Unit::kNone, "", "proc_threads"};
-const MetricDesc kTreeRss{"process_tree", "rss_bytes", K::kGauge, Unit::kBytes, "", "proc_rss"};
-const MetricDesc kUser{"process_tree", "cpu_user_seconds", K::kCounter, Unit::kSeconds, "", "proc_cpu_user_seconds"};
-const MetricDesc kSystem{"process_tree",           "cpu_system_seconds", K::kCounter, Unit::kSeconds, "",
-                         "proc_cpu_system_seconds"};
 
 const MonoClock::time_point t0{seconds(500)};
 
@@ -134,8 +126,10 @@ TEST(JsonSink, IntervalAndSummary) {
   EXPECT_EQ(s["proc_rss_min"], 1 * 1024 * 1024);
   EXPECT_EQ(s["proc_rss_max"], 3 * 1024 * 1024);
   EXPECT_FALSE(s.contains("proc_rss_bytes_min"));
-  // An unlabeled counter: its run total under <family>_<name>.
-  EXPECT_EQ(s["app_requests"], 35);  // 45 - 10
+  // Every other metric in one shape, as in interval records: family, name, labels; a counter's
+  // leaf is its run total, a gauge's its extrema.
+  EXPECT_EQ(s["app"]["requests"], 35);  // 45 - 10
+  EXPECT_FALSE(s.contains("app_requests"));
   // Labeled metrics nest by family, name and label value.
   EXPECT_EQ(s["app"]["bytes"]["sda"], 700);
   EXPECT_EQ(s["app"]["bytes"]["sdb"], 64);
@@ -164,17 +158,26 @@ TEST(JsonSink, EmptyUnavailableIsAnObjectAndFractionsSurvive) {
   nlohmann::json s = nlohmann::json::parse(lines[0]);
   EXPECT_TRUE(s["unavailable"].is_object());
   EXPECT_TRUE(s["unavailable"].empty());
-  EXPECT_DOUBLE_EQ(s["app_requests"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(s["app"]["requests"].get<double>(), 0.75);
   EXPECT_FALSE(s.contains("exit_code"));
   EXPECT_FALSE(s.contains("pid"));
   EXPECT_FALSE(s.contains("command"));
 }
 
+// The tree's samples as the tree source reports them (its own descriptors and text layout).
 Samples tree_samples(double seen, double procs, double threads, double rss, double user, double sys) {
-  return {
-      {&kSeen, {}, seen, {}},   {&kProcs, {}, procs, {}}, {&kThreads, {}, threads, {}},
-      {&kTreeRss, {}, rss, {}}, {&kUser, {}, user, {}},   {&kSystem, {}, sys, {}},
-  };
+  TreeFigures f;
+  f.processes_seen = seen;
+  f.processes = procs;
+  f.threads = threads;
+  f.rss = rss;
+  f.vm_size = 4 * rss;
+  f.counters.user_s = user;
+  f.counters.system_s = sys;
+  f.io_known = false;  // not readable (another user's processes): left out, shown as n/a
+  Samples out;
+  append_tree_samples(f, out);
+  return out;
 }
 
 TEST(TextSink, ProcessTreeSummaryAndUnavailable) {
@@ -190,11 +193,12 @@ TEST(TextSink, ProcessTreeSummaryAndUnavailable) {
   auto sink = make_text_sink(tmp.out);
   sink->interval(rec);
   std::string interval_text = contents(tmp.f);
-  // Over 2 s: user 1.0 s (50%), system 0.5 s (25%); the latest gauges.
-  EXPECT_NE(interval_text.find("tree     1 procs 2 threads  cpu 75.0% (user 50.0% sys 25.0%)  rss 2.0 MiB"),
+  // Over 2 s: user 1.0 s (50%), system 0.5 s (25%); the latest gauges; no storage figures (not read).
+  EXPECT_NE(interval_text.find("tree     1 process  2 threads  CPU 75.0% (user 50.0%, system 25.0%)  RSS 2.0 MiB"),
             std::string::npos)
       << interval_text;
-  // A family the sink does not lay out is printed generically.
+  EXPECT_EQ(interval_text.find("storage"), std::string::npos) << interval_text;
+  // A metric whose source has no text layout is printed generically.
   EXPECT_NE(interval_text.find("app      requests=0"), std::string::npos) << interval_text;
 
   RunInfo info;
@@ -213,15 +217,25 @@ TEST(TextSink, ProcessTreeSummaryAndUnavailable) {
   // processes_seen's maximum, processes' and threads' maxima.
   EXPECT_NE(text.find("tree     3 processes seen, at most 2 at once, at most 5 threads\n"), std::string::npos) << text;
   EXPECT_NE(text.find("user 1.000 s  system 0.500 s  (75.0% of one CPU)"), std::string::npos) << text;
-  EXPECT_TRUE(std::regex_search(text, std::regex(R"(\n  rss +max +3\.0 MiB +min +1\.0 MiB\n)"))) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(\n +RSS +max +3\.0 MiB +min +1\.0 MiB\n)"))) << text;
+  // Figures that were not read are "n/a", never 0.
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(\n +PSS +max +n/a +min +n/a\n)"))) << text;
+  EXPECT_NE(text.find("storage read n/a  write n/a"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" 0 B"), std::string::npos) << text;
   EXPECT_NE(text.find("not available: pmc: no PMU in this VM\n"), std::string::npos) << text;
 }
 
 TEST(TextSink, PartialProcessTreeDoesNotCrash) {
   // Only some of the family's metrics: the summary must not rely on the others being there.
+  Samples first = tree_samples(4, 2, 2, kMiB, 0, 0), second = tree_samples(6, 3, 3, kMiB, 0, 0);
+  auto keep = [](Samples& s) {
+    std::erase_if(s, [](const Sample& x) { return x.desc->name != "processes_seen" && x.desc->name != "processes"; });
+  };
+  keep(first);
+  keep(second);
   Aggregator agg;
-  agg.observe({{&kSeen, {}, 4, {}}, {&kProcs, {}, 2, {}}}, t0);
-  agg.observe({{&kSeen, {}, 6, {}}, {&kProcs, {}, 3, {}}}, t0 + seconds(1));
+  agg.observe(first, t0);
+  agg.observe(second, t0 + seconds(1));
   TmpFile tmp;
   ASSERT_NE(tmp.f, nullptr);
   auto sink = make_text_sink(tmp.out);
@@ -231,7 +245,8 @@ TEST(TextSink, PartialProcessTreeDoesNotCrash) {
   info.end_reason = "interrupted";
   sink->summary(agg.summary(t0 + seconds(1)), info, {{"thermal", "no thermal zones"}});
   std::string text = contents(tmp.f);
-  EXPECT_NE(text.find("tree     6 processes seen, at most 3 at once, at most 0 threads\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tree     6 processes seen, at most 3 at once, at most n/a threads\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("pid      7"), std::string::npos) << text;
   EXPECT_NE(text.find("not available: thermal: no thermal zones\n"), std::string::npos) << text;
 }

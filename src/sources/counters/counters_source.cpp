@@ -3,34 +3,135 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <deque>
 #include <map>
 #include <optional>
+#include <tuple>
+
+#include <fmt/format.h>
 
 #include "core/file_reader.h"
+#include "core/text_layout.h"
 #include "sources/counters/counter_group.h"
 
 namespace pm::counters {
 namespace {
 
 using K = MetricKind;
-const MetricDesc kElapsed{"pmc", "elapsed_seconds", K::kCounter, Unit::kSeconds,
-                          "Wall-clock time the counters have been open: the denominator of CPUs utilised"};
-const MetricDesc kEnabled{"pmc", "enabled_seconds", K::kCounter, Unit::kSeconds,
-                          "Time each event was enabled (summed over CPUs or tasks)"};
-const MetricDesc kRunning{"pmc", "running_seconds", K::kCounter, Unit::kSeconds,
-                          "Time each event was actually counting on the PMU (summed over CPUs or tasks)"};
-const MetricDesc kRunningPct{"pmc", "running_percent", K::kGauge, Unit::kPercent,
-                             "Share of the enabled time an event was on the PMU; below 100 the value is scaled "
-                             "from a sample, as perf stat does"};
-const MetricDesc kIpc{"pmc", "ipc", K::kGauge, Unit::kNone, "Instructions per cycle"};
-const MetricDesc kCacheMiss{"pmc", "cache_miss_percent", K::kGauge, Unit::kPercent, "cache-misses / cache-references"};
-const MetricDesc kBranchMiss{"pmc", "branch_miss_percent", K::kGauge, Unit::kPercent,
-                             "branch-misses / branch-instructions (not / instructions)"};
-const MetricDesc kCpusUtilised{"pmc", "cpus_utilised", K::kGauge, Unit::kNone,
-                               "task-clock / wall-clock time: how many CPUs were busy on average"};
+
+void pmc_text(TextBlock& b);
+
+const MetricDesc kElapsed =
+    denominator_only({"pmc", "elapsed_seconds", K::kCounter, Unit::kSeconds,
+                      "Wall-clock time the counters have been open: the denominator of CPUs utilised and watts"});
+const MetricDesc kEnabled = shown_by(pmc_text, {"pmc", "enabled_seconds", K::kCounter, Unit::kSeconds,
+                                                "Time each event was enabled (summed over CPUs or tasks)"});
+const MetricDesc kRunning = shown_by(pmc_text, {"pmc", "running_seconds", K::kCounter, Unit::kSeconds,
+                                                "Time each event was actually counting on the PMU (summed over CPUs "
+                                                "or tasks)"});
+const MetricDesc kRunningPct =
+    shown_by(pmc_text, {"pmc", "running_percent", K::kGauge, Unit::kPercent,
+                        "Share of the enabled time an event was on the PMU; below 100 the value is scaled "
+                        "from a sample, as perf stat does"});
+const MetricDesc kIpc = shown_by(pmc_text, {"pmc", "ipc", K::kGauge, Unit::kNone, "Instructions per cycle"});
+const MetricDesc kCacheMiss =
+    shown_by(pmc_text, {"pmc", "cache_miss_percent", K::kGauge, Unit::kPercent, "cache-misses / cache-references"});
+const MetricDesc kBranchMiss = shown_by(pmc_text, {"pmc", "branch_miss_percent", K::kGauge, Unit::kPercent,
+                                                   "branch-misses / branch-instructions (not / instructions)"});
+const MetricDesc kCpusUtilised =
+    shown_by(pmc_text, {"pmc", "cpus_utilised", K::kGauge, Unit::kNone,
+                        "task-clock / wall-clock time: how many CPUs were busy on average"});
+
+// perf's software counters of switches, faults and CPU time count what other sources count too:
+// they fill the same quantity, ranked, so each is shown once. System-wide: switches (eBPF 2 >
+// perf 1 > /proc/stat 0) and faults (vmstat 1 > perf 0). For a tree: its faults and on-CPU time
+// (the tree's own figures 1 > perf 0; where the tree is sampled from /proc, which has no on-CPU
+// time, perf's task clock fills it). The tree's switches and page faults have no other name: they
+// stay in pmc.
+struct SharedQuantity {
+  bool system_wide;
+  std::string_view event, family, name, summary_key;
+  int rank;
+};
+constexpr SharedQuantity kShared[] = {
+    {true, "context-switches", "scheduler", "context_switches", {}, 1},
+    {true, "page-faults", "memory", "page_faults", {}, 0},
+    {true, "major-faults", "memory", "major_faults", {}, 0},
+    {false, "minor-faults", "process_tree", "minor_faults", "proc_minor_faults", 0},
+    {false, "major-faults", "process_tree", "major_faults", "proc_major_faults", 0},
+    {false, "task-clock", "process_tree", "on_cpu_seconds", "proc_on_cpu_seconds", 0},
+};
+
+// An event's name in words: task_clock_seconds -> "task clock", l1_dcache_load_misses -> "l1 dcache
+// load misses", power_energy_pkg_joules -> "pkg".
+std::string words_of(std::string_view name) {
+  if (name.starts_with("power_energy_")) name.remove_prefix(13);  // shown under "energy": "pkg", "psys"
+  for (std::string_view unit : {"_seconds", "_joules", "_watts"}) {
+    if (name.ends_with(unit)) name.remove_suffix(unit.size());
+  }
+  std::string s(name);
+  std::replace(s.begin(), s.end(), '_', ' ');
+  return s;
+}
+
+// Counters as perf stat shows them, in words: each event's rate (interval) or count and rate
+// (run), its share of time on the PMU when multiplexed; task clock as CPUs busy; then the ratios.
+// pmc      task clock 2.00 s (2.0 CPUs)  cpu migrations 28/s  minor faults 56724/s
+//          IPC 1.84  cache miss 3.20%  branch miss 0.412%
+// energy   power energy pkg 12.50 J (12.5 W)
+void pmc_text(TextBlock& b) {
+  using text_order::kPmc;
+  int at = kPmc;
+  int energy_at = text_order::kEnergy;
+  // Another source's quantity (a switch or fault counter system-wide) is its family's to show.
+  std::vector<const Shown*> mine = b.take_all(pmc_text, "pmc");
+  std::vector<const Shown*> watts;
+  for (const Shown* v : mine) {
+    if (v->desc->family == "pmc" && v->desc->kind == K::kGauge && v->derived && v->desc->name.ends_with("_watts")) {
+      watts.push_back(v);
+    }
+  }
+  for (const Shown* v : mine) {
+    const MetricDesc& d = *v->desc;
+    if (d.kind != K::kCounter || &d == &kEnabled || &d == &kRunning) continue;
+    std::string_view cpu = label_of(*v, "cpu");
+    if (!cpu.empty() && cpu != kAllLabel) continue;  // per CPU: in JSON and Prometheus
+    std::string words = words_of(d.name);
+    if (d.unit == Unit::kJoules) {
+      std::string item = fmt::format("{} {:.2f} J", words, v->value);
+      std::string w = std::string(d.name.substr(0, d.name.size() - 7)) + "_watts";
+      for (const Shown* x : watts) {
+        if (x->desc->name == w) item += fmt::format(" ({:.2f} W)", x->value);
+      }
+      b.item(energy_at++, "energy", item);
+      continue;
+    }
+    std::string item = d.unit == Unit::kSeconds
+                           ? fmt::format("{} {} ({:.1f} CPUs)", words, human_time(v->value), v->rate)
+                           : words + " " + counted(b, *v);
+    for (const Shown* r : mine) {
+      if (r->desc == &kRunningPct && label_of(*r, "event") == d.name && r->value < 99.95) {
+        item += fmt::format(" [{:.1f}% running]", r->value);
+      }
+    }
+    b.item(at++, "pmc", item);
+  }
+  std::string ratios;
+  for (auto [desc, words, fmtstr] :
+       {std::tuple{&kIpc, "IPC", "{:.2f}"}, std::tuple{&kCpusUtilised, "CPUs busy", "{:.2f}"},
+        std::tuple{&kCacheMiss, "cache miss", "{:.2f}%"}, std::tuple{&kBranchMiss, "branch miss", "{:.3f}%"}}) {
+    for (const Shown* r : mine) {
+      if (r->desc == desc)
+        ratios += fmt::format("{}{} ", ratios.empty() ? "" : "  ", words) + fmt::format(fmt::runtime(fmtstr), r->value);
+    }
+  }
+  if (!ratios.empty()) b.line(kPmc + 80, "pmc", ratios);
+  // Shown above with their events: enabled and running time (as "% running"), CPUs utilised (as
+  // the task clock's CPUs), watts (with the joules).
+}
 
 Unit unit_of(const EventSpec& e) {
   if (e.unit == "seconds") return Unit::kSeconds;
@@ -60,6 +161,7 @@ struct CountersSource::Impl {
   std::vector<Target> targets;
   std::deque<OwnedDesc> descs;  // stable addresses: samples point at them
   std::vector<const MetricDesc*> total, per_cpu;
+  std::vector<std::string> event_label;  // each event's metric name, the label of its enabled/running time
   std::vector<std::optional<Error>> failure;
   std::vector<bool> opened, user_only;
   std::vector<double> enabled_s, running_s;  // per event, summed over its targets
@@ -72,7 +174,14 @@ struct CountersSource::Impl {
     OwnedDesc& d = descs.emplace_back();
     d.name = std::move(name);
     d.help = std::move(help);
-    d.desc = MetricDesc{"pmc", d.name, kind, kind == K::kCounter ? unit_of(e) : Unit::kNone, d.help};
+    d.desc = shown_by(pmc_text, {"pmc", d.name, kind, kind == K::kCounter ? unit_of(e) : Unit::kNone, d.help});
+    for (const SharedQuantity& q : kShared) {
+      if (kind != K::kCounter || e.name != q.event || q.system_wide != system_wide) continue;
+      d.desc.family = q.family;
+      d.desc.name = q.name;
+      d.desc.summary_key = q.summary_key;
+      d.desc.rank = q.rank;
+    }
     return &d.desc;
   }
 
@@ -147,15 +256,15 @@ Result<std::unique_ptr<CountersSource>> make_counters_source(const std::vector<E
     if (unit_of(events[i]) == Unit::kJoules && !name.ends_with("_joules")) name += "_joules";
     std::string help =
         events[i].name + (system_wide || is_package_event(events[i]) ? ", whole system" : ", the target's tree");
+    impl->event_label.push_back(name);
     impl->total.push_back(impl->own_desc(name, help, events[i]));
     if (unit_of(events[i]) == Unit::kJoules) {
       std::string watts = name.substr(0, name.size() - std::string_view("_joules").size()) + "_watts";
       impl->watts.push_back({impl->own_desc(watts, events[i].name + ", average power", events[i], K::kGauge),
                              impl->total.back(), &kElapsed, 1.0});
     }
-    impl->per_cpu.push_back(system_wide && !is_package_event(events[i])
-                                ? impl->own_desc(name + "_per_cpu", events[i].name + ", per CPU", events[i])
-                                : nullptr);
+    // Per CPU: the same metric, labelled (cpu="all" is the whole system).
+    impl->per_cpu.push_back(system_wide && !is_package_event(events[i]) ? impl->total.back() : nullptr);
   }
   if (impl->targets.empty()) {
     std::string why = "no events selected";
@@ -197,8 +306,12 @@ void CountersSource::collect(Samples& out) {
   }
   for (size_t i = 0; i < n; ++i) {
     if (!m.opened[i] || never_counted(i)) continue;  // "not counted", never a zero
-    out.push_back({m.total[i], {}, total[i]});
-    Labels l{{"event", std::string(m.total[i]->name)}};
+    if (m.per_cpu[i] != nullptr) {
+      out.push_back({m.total[i], {{"cpu", std::string(kAllLabel)}}, total[i]});
+    } else {
+      out.push_back({m.total[i], {}, total[i]});
+    }
+    Labels l{{"event", m.event_label[i]}};
     out.push_back({&kEnabled, l, m.enabled_s[i]});
     out.push_back({&kRunning, std::move(l), m.running_s[i]});
   }

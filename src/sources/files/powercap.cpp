@@ -9,9 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/file_reader.h"
 #include "core/labels.h"
 #include "core/text.h"
+#include "core/text_layout.h"
 
 namespace pm {
 
@@ -32,12 +35,25 @@ uint64_t WrappingCounter::update(uint64_t raw) {
 
 namespace {
 
-const MetricDesc kEnergy{"energy", "powercap_joules", MetricKind::kCounter, Unit::kJoules,
-                         "Energy of the powercap zone (RAPL), wrap-around handled"};
-const MetricDesc kElapsed{"energy", "elapsed_seconds", MetricKind::kCounter, Unit::kSeconds,
-                          "Wall-clock time the zones have been read: the denominator of watts"};
-const MetricDesc kWatts{"energy", "powercap_watts", MetricKind::kGauge, Unit::kNone,
-                        "Average power of the powercap zone"};
+void energy_text(TextBlock& b);
+
+const MetricDesc kEnergy = shown_by(energy_text, {"energy", "powercap_joules", MetricKind::kCounter, Unit::kJoules,
+                                                  "Energy of the powercap zone (RAPL), wrap-around handled"});
+const MetricDesc kElapsed = denominator_only({"energy", "elapsed_seconds", MetricKind::kCounter, Unit::kSeconds,
+                                              "Wall-clock time the zones have been read: the denominator of watts"});
+const MetricDesc kWatts = shown_by(
+    energy_text, {"energy", "powercap_watts", MetricKind::kGauge, Unit::kNone, "Average power of the powercap zone"});
+
+// energy   package-0 12.50 J (12.5 W)  dram 1.20 J (1.2 W)
+void energy_text(TextBlock& b) {
+  int at = text_order::kEnergy + 10;
+  for (const Shown* j : b.take_all(kEnergy)) {
+    std::string zone(label_of(*j, "zone"));
+    const Shown* w = b.take(kWatts, {{"zone", zone}});
+    b.item(at++, "energy",
+           fmt::format("{} {:.2f} J{}", zone, j->value, w != nullptr ? fmt::format(" ({:.2f} W)", w->value) : ""));
+  }
+}
 
 constexpr std::string_view kRaplPrefix = "intel-rapl:";
 

@@ -8,9 +8,12 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "core/file_reader.h"
 #include "core/labels.h"
 #include "core/text.h"
+#include "core/text_layout.h"
 #include "sources/files/system_parsers.h"
 
 namespace pm {
@@ -20,21 +23,78 @@ using K = MetricKind;
 
 // --- cpu and scheduler: /proc/stat, /proc/loadavg ---------------------------------------------
 
-const MetricDesc kCpuTime{"cpu", "time_seconds", K::kCounter, Unit::kSeconds,
-                          "CPU time spent in each mode, per CPU (cpu=\"all\" for the whole system)"};
-const MetricDesc kCpuTotal{"cpu", "total_seconds", K::kCounter, Unit::kSeconds,
-                           "CPU time in all modes, per CPU: the denominator of utilisation"};
-const MetricDesc kCpuUtil{"cpu", "utilisation_percent", K::kGauge, Unit::kPercent,
-                          "Share of CPU time spent in each mode over the interval, per CPU"};
-const MetricDesc kCtxt{"sched", "context_switches", K::kCounter, Unit::kNone,
-                       "Context switches on all CPUs (/proc/stat ctxt)"};
-const MetricDesc kForks{"sched", "forks", K::kCounter, Unit::kNone,
-                        "Processes and threads created (/proc/stat processes)"};
-const MetricDesc kRunning{"sched", "procs_running", K::kGauge, Unit::kNone, "Runnable tasks"};
-const MetricDesc kBlocked{"sched", "procs_blocked", K::kGauge, Unit::kNone, "Tasks blocked waiting for I/O"};
-const MetricDesc kLoad1{"sched", "load1", K::kGauge, Unit::kNone, "Load average over 1 minute"};
-const MetricDesc kLoad5{"sched", "load5", K::kGauge, Unit::kNone, "Load average over 5 minutes"};
-const MetricDesc kLoad15{"sched", "load15", K::kGauge, Unit::kNone, "Load average over 15 minutes"};
+void cpu_text(TextBlock& b);
+void sched_text(TextBlock& b);
+
+const MetricDesc kCpuTime =
+    shown_by(cpu_text, {"cpu", "time_seconds", K::kCounter, Unit::kSeconds,
+                        "CPU time spent in each mode, per CPU (cpu=\"all\": the whole system)"});
+const MetricDesc kCpuTotal = denominator_only({"cpu", "total_seconds", K::kCounter, Unit::kSeconds,
+                                               "CPU time in all modes, per CPU: the denominator of utilisation"});
+const MetricDesc kCpuUtil = shown_by(cpu_text, {"cpu", "utilisation_percent", K::kGauge, Unit::kPercent,
+                                                "Share of CPU time spent in each mode over the interval, per CPU"});
+// The scheduler's figures that /proc/stat and /proc/loadavg give. Context switches are the last
+// resort: the eBPF scheduler source (rank 2) and perf's software counter (rank 1) count them per CPU.
+const MetricDesc kCtxt = shown_by(
+    sched_text, {"scheduler", "context_switches", K::kCounter, Unit::kNone, "Context switches (/proc/stat ctxt)"});
+const MetricDesc kForks = shown_by(sched_text, {"scheduler", "forks", K::kCounter, Unit::kNone,
+                                                "Processes and threads created (/proc/stat processes)"});
+const MetricDesc kRunning =
+    shown_by(sched_text, {"scheduler", "procs_running", K::kGauge, Unit::kNone, "Runnable tasks"});
+const MetricDesc kBlocked =
+    shown_by(sched_text, {"scheduler", "procs_blocked", K::kGauge, Unit::kNone, "Tasks blocked waiting for I/O"});
+const MetricDesc kLoad1 =
+    shown_by(sched_text, {"scheduler", "load1", K::kGauge, Unit::kNone, "Load average over 1 minute"});
+const MetricDesc kLoad5 =
+    shown_by(sched_text, {"scheduler", "load5", K::kGauge, Unit::kNone, "Load average over 5 minutes"});
+const MetricDesc kLoad15 =
+    shown_by(sched_text, {"scheduler", "load15", K::kGauge, Unit::kNone, "Load average over 15 minutes"});
+
+constexpr const char* kModes[] = {"user", "nice", "system", "iowait", "irq", "softirq", "steal", "idle"};
+
+// cpu      user 3.1%  nice 0.0%  system 1.2%  ...  idle 95.6%
+//          busy: cpu0 5.0%  cpu1 3.8%
+void cpu_text(TextBlock& b) {
+  std::string all;
+  for (const char* mode : kModes) {
+    if (const Shown* v = b.take(kCpuUtil, {{"cpu", std::string(kAllLabel)}, {"mode", mode}})) {
+      all += fmt::format("{}{} {}", all.empty() ? "" : "  ", mode, percent(v->value));
+    }
+  }
+  if (!all.empty()) b.item(text_order::kCpu, "cpu", all);
+  // Each CPU: busy is neither idle nor waiting for I/O.
+  std::vector<const Shown*> per_cpu = b.take_all(kCpuUtil);
+  std::string busy;
+  for (const Shown* idle : per_cpu) {
+    if (label_of(*idle, "mode") != "idle") continue;
+    double waiting = 0;
+    for (const Shown* v : per_cpu) {
+      if (label_of(*v, "cpu") == label_of(*idle, "cpu") && label_of(*v, "mode") == "iowait") waiting = v->value;
+    }
+    busy += fmt::format(" cpu{} {}", label_of(*idle, "cpu"), percent(std::max(0.0, 100 - idle->value - waiting)));
+  }
+  if (!busy.empty()) b.line(text_order::kCpu + 1, "cpu", "busy:" + busy);
+  b.take_all(kCpuTime);  // the times behind the shares above
+}
+
+// sched    switches 1150/s  forks 50/s  running 5  blocked 0  load 4.08 4.22 4.28
+void sched_text(TextBlock& b) {
+  using text_order::kSched;
+  // Switches from the best source: the eBPF scheduler's layout runs first and takes them itself.
+  if (const Shown* v = b.take(kCtxt, {{"cpu", std::string(kAllLabel)}})) {
+    b.item(kSched, "sched", "switches " + counted(b, *v));
+  }
+  b.take_all(kCtxt);  // per CPU (perf's counter): in JSON and Prometheus
+  if (const Shown* v = b.take(kForks)) b.item(kSched + 30, "sched", "forks " + counted(b, *v));
+  if (const Shown* v = b.take(kRunning)) b.item(kSched + 31, "sched", "running " + level(b, *v, human_count));
+  if (const Shown* v = b.take(kBlocked)) b.item(kSched + 32, "sched", "blocked " + level(b, *v, human_count));
+  const Shown* l1 = b.take(kLoad1);
+  const Shown* l5 = b.take(kLoad5);
+  const Shown* l15 = b.take(kLoad15);
+  if (l1 != nullptr && l5 != nullptr && l15 != nullptr) {
+    b.item(kSched + 33, "sched", fmt::format("load {:.2f} {:.2f} {:.2f}", l1->value, l5->value, l15->value));
+  }
+}
 
 class CpuSource final : public Source {
  public:
@@ -48,9 +108,9 @@ class CpuSource final : public Source {
   void collect(Samples& out) override {
     if (auto text = reader_.read(stat_path_)) {
       if (auto st = procfs::parse_proc_stat(*text)) {
-        add_cpu(out, "all", st->all);
+        add_cpu(out, std::string(kAllLabel), st->all);
         for (const auto& c : st->cpus) add_cpu(out, std::to_string(c.cpu), c);
-        out.push_back({&kCtxt, {}, static_cast<double>(st->ctxt)});
+        out.push_back({&kCtxt, {{"cpu", std::string(kAllLabel)}}, static_cast<double>(st->ctxt)});
         out.push_back({&kForks, {}, static_cast<double>(st->processes)});
         out.push_back({&kRunning, {}, static_cast<double>(st->procs_running)});
         out.push_back({&kBlocked, {}, static_cast<double>(st->procs_blocked)});
@@ -88,24 +148,67 @@ class CpuSource final : public Source {
 
 // --- memory and paging: /proc/meminfo, /proc/vmstat --------------------------------------------
 
-const MetricDesc kMemTotal{"memory", "total_bytes", K::kGauge, Unit::kBytes, "MemTotal"};
-const MetricDesc kMemUsed{
-    "memory", "used_bytes", K::kGauge, Unit::kBytes, "Memory in use: MemTotal - MemAvailable", "global_mem_used"};
-const MetricDesc kMemFree{"memory", "free_bytes", K::kGauge, Unit::kBytes, "MemFree"};
-const MetricDesc kMemAvail{"memory", "available_bytes", K::kGauge, Unit::kBytes, "MemAvailable"};
-const MetricDesc kMemCached{
-    "memory", "cached_bytes", K::kGauge, Unit::kBytes, "Page cache (Cached, includes shmem)", "global_cached"};
-const MetricDesc kMemBuffers{"memory", "buffers_bytes", K::kGauge, Unit::kBytes, "Buffers"};
-const MetricDesc kMemAnon{"memory",     "anon_bytes", K::kGauge, Unit::kBytes, "Anonymous memory (AnonPages)",
-                          "global_anon"};
-const MetricDesc kSwapTotal{"memory", "swap_total_bytes", K::kGauge, Unit::kBytes, "SwapTotal"};
-const MetricDesc kSwapFree{"memory", "swap_free_bytes", K::kGauge, Unit::kBytes, "SwapFree", "global_swap_free"};
-const MetricDesc kPgFault{"memory", "page_faults", K::kCounter, Unit::kNone,
-                          "Page faults, minor and major (vmstat pgfault)"};
-const MetricDesc kPgMajFault{"memory", "major_faults", K::kCounter, Unit::kNone,
-                             "Major page faults, that needed I/O (vmstat pgmajfault)"};
-const MetricDesc kSwapIn{"memory", "swap_in_bytes", K::kCounter, Unit::kBytes, "Bytes swapped in (vmstat pswpin)"};
-const MetricDesc kSwapOut{"memory", "swap_out_bytes", K::kCounter, Unit::kBytes, "Bytes swapped out (vmstat pswpout)"};
+void memory_text(TextBlock& b);
+
+const MetricDesc kMemTotal = shown_by(memory_text, {"memory", "total_bytes", K::kGauge, Unit::kBytes, "MemTotal"});
+const MetricDesc kMemUsed = shown_by(memory_text, {"memory", "used_bytes", K::kGauge, Unit::kBytes,
+                                                   "Memory in use: MemTotal - MemAvailable", "global_mem_used"});
+const MetricDesc kMemFree = shown_by(memory_text, {"memory", "free_bytes", K::kGauge, Unit::kBytes, "MemFree"});
+const MetricDesc kMemAvail =
+    shown_by(memory_text, {"memory", "available_bytes", K::kGauge, Unit::kBytes, "MemAvailable"});
+const MetricDesc kMemCached = shown_by(memory_text, {"memory", "cached_bytes", K::kGauge, Unit::kBytes,
+                                                     "Page cache (Cached, includes shmem)", "global_cached"});
+const MetricDesc kMemBuffers = shown_by(memory_text, {"memory", "buffers_bytes", K::kGauge, Unit::kBytes, "Buffers"});
+const MetricDesc kMemAnon = shown_by(
+    memory_text, {"memory", "anon_bytes", K::kGauge, Unit::kBytes, "Anonymous memory (AnonPages)", "global_anon"});
+const MetricDesc kSwapTotal =
+    shown_by(memory_text, {"memory", "swap_total_bytes", K::kGauge, Unit::kBytes, "SwapTotal"});
+const MetricDesc kSwapFree =
+    shown_by(memory_text, {"memory", "swap_free_bytes", K::kGauge, Unit::kBytes, "SwapFree", "global_swap_free"});
+// Page faults: vmstat (rank 1) before perf's software counters of the same faults (rank 0).
+const MetricDesc kPgFault = shown_by(memory_text, ranked(1, {"memory", "page_faults", K::kCounter, Unit::kNone,
+                                                             "Page faults, minor and major (vmstat pgfault)"}));
+const MetricDesc kPgMajFault =
+    shown_by(memory_text, ranked(1, {"memory", "major_faults", K::kCounter, Unit::kNone,
+                                     "Major page faults, that needed I/O (vmstat pgmajfault)"}));
+const MetricDesc kSwapIn =
+    shown_by(memory_text, {"memory", "swap_in_bytes", K::kCounter, Unit::kBytes, "Bytes swapped in (vmstat pswpin)"});
+const MetricDesc kSwapOut = shown_by(
+    memory_text, {"memory", "swap_out_bytes", K::kCounter, Unit::kBytes, "Bytes swapped out (vmstat pswpout)"});
+
+// memory   used 1.2 GiB of 23.5 GiB  available 22.3 GiB  cached 4.0 GiB  ...  swap used 0 B of 0 B
+// paging   faults 71989/s  major 0/s  swap in 0 B/s  out 0 B/s
+void memory_text(TextBlock& b) {
+  using text_order::kMemory;
+  using text_order::kPaging;
+  auto bytes = [&](const Shown* v) { return level(b, *v, human_bytes); };
+  const Shown* total = b.take(kMemTotal);
+  if (const Shown* v = b.take(kMemUsed)) {
+    b.item(kMemory, "memory", "used " + bytes(v) + (total != nullptr ? " of " + human_bytes(total->value) : ""));
+  } else if (total != nullptr) {
+    b.item(kMemory, "memory", "total " + human_bytes(total->value));
+  }
+  int at = kMemory + 1;
+  for (auto [desc, words] :
+       {std::pair{&kMemAvail, "available"}, std::pair{&kMemCached, "cached"}, std::pair{&kMemBuffers, "buffers"},
+        std::pair{&kMemAnon, "anon"}, std::pair{&kMemFree, "free"}}) {
+    if (const Shown* v = b.take(*desc)) b.item(at, "memory", std::string(words) + " " + bytes(v));
+    ++at;
+  }
+  const Shown* swap_total = b.take(kSwapTotal);
+  const Shown* swap_free = b.take(kSwapFree);
+  if (swap_total != nullptr && swap_free != nullptr) {
+    b.item(kMemory + 10, "memory",
+           fmt::format("swap used {} of {}", human_bytes(swap_total->value - swap_free->value),
+                       human_bytes(swap_total->value)));
+  }
+  if (const Shown* v = b.take(kPgFault)) b.item(kPaging, "paging", "faults " + counted(b, *v));
+  if (const Shown* v = b.take(kPgMajFault)) b.item(kPaging + 1, "paging", "major " + counted(b, *v));
+  if (const Shown* v = b.take(kSwapIn)) b.item(kPaging + 2, "paging", "swap in " + counted(b, *v, true));
+  if (const Shown* v = b.take(kSwapOut)) b.item(kPaging + 3, "paging", "swap out " + counted(b, *v, true));
+  b.take_all(kPgFault);  // perf's page-fault counters, outranked by vmstat's where both are read
+  b.take_all(kPgMajFault);
+}
 
 class MemorySource final : public Source {
  public:
@@ -149,10 +252,29 @@ class MemorySource final : public Source {
 
 // --- pressure stall information: /proc/pressure/{cpu,io,memory} --------------------------------
 
-const MetricDesc kPsiStall{"pressure", "stall_seconds", K::kCounter, Unit::kSeconds,
-                           "Time some (or all: kind=full) runnable tasks were stalled on the resource"};
-const MetricDesc kPsiAvg10{"pressure", "avg10_percent", K::kGauge, Unit::kPercent,
-                           "The kernel's 10 s running average of the stall share"};
+void pressure_text(TextBlock& b);
+
+const MetricDesc kPsiStall =
+    shown_by(pressure_text, {"pressure", "stall_seconds", K::kCounter, Unit::kSeconds,
+                             "Time some (or all: kind=full) runnable tasks were stalled on the resource"});
+const MetricDesc kPsiAvg10 = shown_by(pressure_text, {"pressure", "avg10_percent", K::kGauge, Unit::kPercent,
+                                                      "The kernel's 10 s running average of the stall share"});
+
+// psi      cpu some 71.9% full 0.0%  io some 4.0% full 0.5%  memory some 0.0% full 0.0%
+// (the share of the interval, or of the run, that tasks were stalled)
+void pressure_text(TextBlock& b) {
+  int at = text_order::kPressure;
+  for (const char* res : {"cpu", "io", "memory"}) {
+    std::string item;
+    for (const char* kind : {"some", "full"}) {
+      if (const Shown* v = b.take(kPsiStall, {{"resource", res}, {"kind", kind}})) {
+        item += fmt::format("{}{} {}", item.empty() ? std::string(res) + " " : " ", kind, percent(100 * v->rate));
+      }
+    }
+    if (!item.empty()) b.item(at++, "psi", item);
+  }
+  b.take_all(kPsiAvg10);  // the kernel's own 10 s average: the shares above are exact
+}
 
 class PressureSource final : public Source {
  public:
@@ -181,9 +303,29 @@ class PressureSource final : public Source {
 
 // --- NUMA nodes: /sys/devices/system/node/nodeN/meminfo ----------------------------------------
 
-const MetricDesc kNodeTotal{"numa", "total_bytes", K::kGauge, Unit::kBytes, "Memory of the NUMA node"};
-const MetricDesc kNodeFree{"numa", "free_bytes", K::kGauge, Unit::kBytes, "Free memory of the NUMA node"};
-const MetricDesc kNodeUsed{"numa", "used_bytes", K::kGauge, Unit::kBytes, "Used memory of the NUMA node"};
+void numa_text(TextBlock& b);
+
+const MetricDesc kNodeTotal =
+    shown_by(numa_text, {"numa", "total_bytes", K::kGauge, Unit::kBytes, "Memory of the NUMA node"});
+const MetricDesc kNodeFree =
+    shown_by(numa_text, {"numa", "free_bytes", K::kGauge, Unit::kBytes, "Free memory of the NUMA node"});
+const MetricDesc kNodeUsed =
+    shown_by(numa_text, {"numa", "used_bytes", K::kGauge, Unit::kBytes, "Used memory of the NUMA node"});
+
+// numa     node0: 4975/10202 MiB free
+//          node1: ...
+void numa_text(TextBlock& b) {
+  int at = text_order::kNuma;
+  for (const Shown* free : b.take_all(kNodeFree)) {
+    std::string node(label_of(*free, "node"));
+    const Shown* total = b.take(kNodeTotal, {{"node", node}});
+    const Shown* used = b.take(kNodeUsed, {{"node", node}});
+    b.line(at++, "numa",
+           fmt::format("node{}: {:.0f}/{} MiB free, {} used", node, free->value / (1 << 20),
+                       total != nullptr ? fmt::format("{:.0f}", total->value / (1 << 20)) : "n/a",
+                       used != nullptr ? human_bytes(used->value) : "n/a"));
+  }
+}
 
 class NumaSource final : public Source {
  public:
@@ -212,9 +354,28 @@ class NumaSource final : public Source {
 
 // --- thermal zones: /sys/class/thermal/thermal_zoneN --------------------------------------------
 
-const MetricDesc kZoneTemp{"thermal", "temp_celsius", K::kGauge, Unit::kCelsius, "Temperature of the thermal zone"};
-const MetricDesc kZoneTrip{"thermal", "trip_celsius", K::kGauge, Unit::kCelsius,
-                           "Trip point of the thermal zone (type: passive, hot, critical, ...)"};
+void thermal_text(TextBlock& b);
+
+const MetricDesc kZoneTemp =
+    shown_by(thermal_text, {"thermal", "temp_celsius", K::kGauge, Unit::kCelsius, "Temperature of the thermal zone"});
+const MetricDesc kZoneTrip =
+    shown_by(thermal_text, {"thermal", "trip_celsius", K::kGauge, Unit::kCelsius,
+                            "Trip point of the thermal zone (type: passive, hot, critical, ...)"});
+
+// thermal  x86_pkg_temp: 67°C (trip passive: 95°C, critical: 105°C)
+void thermal_text(TextBlock& b) {
+  int at = text_order::kThermal;
+  for (const Shown* v : b.take_all(kZoneTemp)) {
+    std::string zone(label_of(*v, "zone"));
+    std::string s = fmt::format("{}: {:.0f}°C", zone, v->value);
+    if (b.summary() && std::isfinite(v->max)) s += fmt::format(" (max {:.0f}°C)", v->max);
+    std::string trips;
+    while (const Shown* t = b.take(kZoneTrip, {{"zone", zone}})) {
+      trips += fmt::format("{}{}: {:.0f}°C", trips.empty() ? "" : ", ", label_of(*t, "type"), t->value);
+    }
+    b.line(at++, "thermal", trips.empty() ? s : s + " (trip " + trips + ")");
+  }
+}
 
 // Zones and trips are labelled by their type ("x86_pkg_temp", "critical"); a type that occurs
 // more than once gets its number appended ("acpitz.1", "active.0") so series never merge.

@@ -6,8 +6,11 @@
 #include <map>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "core/file_reader.h"
 #include "core/text.h"
+#include "core/text_layout.h"
 
 // clang-format off
 #include "block.h"
@@ -20,41 +23,80 @@ namespace {
 using K = MetricKind;
 constexpr const char* kOps[2] = {"read", "write"};
 
-const MetricDesc kBioBytes{"block_io", "bio_bytes", K::kCounter, Unit::kBytes,
-                           "Bytes of bios submitted, per device and op"};
-const MetricDesc kBios{"block_io", "bios", K::kCounter, Unit::kNone, "Bios submitted, per device and op"};
-const MetricDesc kRequests{"block_io", "requests", K::kCounter, Unit::kNone, "Requests issued to the device driver"};
-const MetricDesc kLatency{"block_io",
-                          "request_latency_seconds",
-                          K::kHistogram,
-                          Unit::kSeconds,
-                          "Request latency from issue to completion",
-                          {},
-                          1e-6};
-const MetricDesc kDepth{"block_io",
-                        "queue_depth",
-                        K::kHistogram,
-                        Unit::kNone,
-                        "Requests in flight on the device when a request is issued (itself included)",
-                        {},
-                        1.0};
-// The original design's totals.
-const MetricDesc kQueueEvents{"block_io", "bio_queue_events", K::kCounter, Unit::kNone, "Bios submitted, all devices"};
-const MetricDesc kTotalBytes{"block_io", "total_bytes", K::kCounter, Unit::kBytes,
-                             "Bytes of bios submitted, all devices"};
+void block_text(TextBlock& b);
+void tree_block_text(TextBlock& b);
 
-const MetricDesc kTreeRead{"process_tree",
-                           "bio_read_bytes",
-                           K::kCounter,
-                           Unit::kBytes,
-                           "Bytes of read bios the tree submitted (block layer)",
-                           "proc_bio_read_bytes"};
-const MetricDesc kTreeWrite{"process_tree",
-                            "bio_write_bytes",
-                            K::kCounter,
-                            Unit::kBytes,
-                            "Bytes of write bios the tree submitted (block layer)",
-                            "proc_bio_write_bytes"};
+// Per device and op; device="all" is every disk together (the original design's totals).
+const MetricDesc kBioBytes = shown_by(
+    block_text, {"block_io", "bio_bytes", K::kCounter, Unit::kBytes, "Bytes of bios submitted, per device and op"});
+const MetricDesc kBios =
+    shown_by(block_text, {"block_io", "bios", K::kCounter, Unit::kNone, "Bios submitted, per device and op"});
+const MetricDesc kRequests =
+    shown_by(block_text, {"block_io", "requests", K::kCounter, Unit::kNone, "Requests issued to the device driver"});
+const MetricDesc kLatency = shown_by(block_text, {"block_io",
+                                                  "request_latency_seconds",
+                                                  K::kHistogram,
+                                                  Unit::kSeconds,
+                                                  "Request latency from issue to completion",
+                                                  {},
+                                                  1e-6});
+const MetricDesc kDepth =
+    shown_by(block_text, {"block_io",
+                          "queue_depth",
+                          K::kHistogram,
+                          Unit::kNone,
+                          "Requests in flight on the device when a request is issued (itself included)",
+                          {},
+                          1.0});
+
+const MetricDesc kTreeRead =
+    shown_by(tree_block_text, {"process_tree", "bio_read_bytes", K::kCounter, Unit::kBytes,
+                               "Bytes of read bios the tree submitted (block layer)", "proc_bio_read_bytes"});
+const MetricDesc kTreeWrite =
+    shown_by(tree_block_text, {"process_tree", "bio_write_bytes", K::kCounter, Unit::kBytes,
+                               "Bytes of write bios the tree submitted (block layer)", "proc_bio_write_bytes"});
+
+// block    vda: read 1.7 MiB/s  write 79.4 MiB/s  40 bios/s  334 requests/s  latency p50 < 512 us  p99 < 4.1 ms
+//               queue depth p99 < 256
+//          (all disks together when there are several)
+void block_text(TextBlock& b) {
+  int at = text_order::kBlock;
+  std::vector<const Shown*> devices = b.take_all(kRequests);
+  size_t disks = 0;
+  for (const Shown* r : devices) disks += label_of(*r, "device") != kAllLabel ? 1 : 0;
+  for (const Shown* req : devices) {
+    std::string dev(label_of(*req, "device"));
+    std::vector<std::pair<std::string, std::string>> want = {{"device", dev}};
+    const Shown* rd = b.take(kBioBytes, {{"device", dev}, {"op", "read"}});
+    const Shown* wr = b.take(kBioBytes, {{"device", dev}, {"op", "write"}});
+    const Shown* rbios = b.take(kBios, {{"device", dev}, {"op", "read"}});
+    const Shown* wbios = b.take(kBios, {{"device", dev}, {"op", "write"}});
+    const Shown* lat = b.take(kLatency, want);
+    const Shown* depth = b.take(kDepth, want);
+    if (dev == kAllLabel && disks < 2) continue;  // one disk: its own line says it all
+    std::string s = fmt::format("{}: read {}  write {}", dev, rd != nullptr ? counted(b, *rd, true) : "n/a",
+                                wr != nullptr ? counted(b, *wr, true) : "n/a");
+    if (rbios != nullptr && wbios != nullptr) {
+      double n = b.summary() ? rbios->value + wbios->value : rbios->rate + wbios->rate;
+      s += fmt::format("  {} bios{}", human_count(n), b.summary() ? "" : "/s");
+    }
+    s += fmt::format("  {} requests{}", human_count(b.summary() ? req->value : req->rate), b.summary() ? "" : "/s");
+    if (lat != nullptr) s += fmt::format("  latency p50 {}  p99 {}", below_time(lat->p50), below_time(lat->p99));
+    if (depth != nullptr) {
+      s += "  queue depth p99 " + (std::isfinite(depth->p99) ? fmt::format("< {:.0f}", depth->p99) : std::string("-"));
+    }
+    b.line(at++, "block", s);
+  }
+}
+
+// The tree's bios, with the tree's figures (its storage I/O as the block layer saw it submitted).
+void tree_block_text(TextBlock& b) {
+  const Shown* rd = b.take(kTreeRead);
+  const Shown* wr = b.take(kTreeWrite);
+  if (rd == nullptr || wr == nullptr || !b.summary()) return;  // intervals: the storage figures are enough
+  b.line(text_order::kTree + 14, "tree",
+         fmt::format("{:<8} read {}  written {}", "bios", human_bytes(rd->value), human_bytes(wr->value)));
+}
 
 // Whole disks by device number (major << 20 | minor, as the kernel side keys them).
 std::map<__u32, std::string> disk_names() {
@@ -88,6 +130,23 @@ void add_stats(pm_dev_stats& sum, const pm_dev_stats& c) {
   for (int i = 0; i < PM_LAT_BUCKETS; ++i) sum.lat_hist[i] += c.lat_hist[i];
   for (int i = 0; i < PM_QD_BUCKETS; ++i) sum.qd_hist[i] += c.qd_hist[i];
   sum.qd_sum += c.qd_sum;
+}
+
+// One device's series (or every disk's together: device="all").
+void add_device(Samples& out, const MetricDesc& latency, const std::string& dev, const pm_dev_stats& s) {
+  for (int op = 0; op < 2; ++op) {
+    out.push_back({&kBioBytes, {{"device", dev}, {"op", kOps[op]}}, static_cast<double>(s.bio_bytes[op])});
+    out.push_back({&kBios, {{"device", dev}, {"op", kOps[op]}}, static_cast<double>(s.bios[op])});
+  }
+  out.push_back({&kRequests, {{"device", dev}}, static_cast<double>(s.requests)});
+  out.push_back({&latency,
+                 {{"device", dev}},
+                 static_cast<double>(s.lat_ns) / 1e9,
+                 std::vector<uint64_t>(std::begin(s.lat_hist), std::end(s.lat_hist))});
+  out.push_back({&kDepth,
+                 {{"device", dev}},
+                 static_cast<double>(s.qd_sum),
+                 std::vector<uint64_t>(std::begin(s.qd_hist), std::end(s.qd_hist))});
 }
 
 }  // namespace
@@ -132,30 +191,16 @@ void BlockSource::collect(Samples& out) {
     sum = pm_dev_stats{};
     for (const pm_dev_stats& c : m.per_cpu) add_stats(sum, c);
   }
-  double events = 0, bytes = 0;
+  pm_dev_stats all{};
   for (const auto& [devno, s] : stats) {
     if (m.names.count(devno) == 0) m.names = disk_names();  // a disk that appeared since
     auto it = m.names.find(devno);
     std::string dev =
         it != m.names.end() ? it->second : std::to_string(devno >> 20) + ":" + std::to_string(devno & 0xfffff);
-    for (int op = 0; op < 2; ++op) {
-      out.push_back({&kBioBytes, {{"device", dev}, {"op", kOps[op]}}, static_cast<double>(s.bio_bytes[op])});
-      out.push_back({&kBios, {{"device", dev}, {"op", kOps[op]}}, static_cast<double>(s.bios[op])});
-      events += static_cast<double>(s.bios[op]);
-      bytes += static_cast<double>(s.bio_bytes[op]);
-    }
-    out.push_back({&kRequests, {{"device", dev}}, static_cast<double>(s.requests)});
-    out.push_back({&m.latency,
-                   {{"device", dev}},
-                   static_cast<double>(s.lat_ns) / 1e9,
-                   std::vector<uint64_t>(std::begin(s.lat_hist), std::end(s.lat_hist))});
-    out.push_back({&kDepth,
-                   {{"device", dev}},
-                   static_cast<double>(s.qd_sum),
-                   std::vector<uint64_t>(std::begin(s.qd_hist), std::end(s.qd_hist))});
+    add_device(out, m.latency, dev, s);
+    add_stats(all, s);
   }
-  out.push_back({&kQueueEvents, {}, events});
-  out.push_back({&kTotalBytes, {}, bytes});
+  add_device(out, m.latency, std::string(kAllLabel), all);
   append_bpf_stats(m.skel->obj, out);
 
   if (!m.track_tree || !read_per_cpu(bpf_map__fd(m.skel->maps.tree_io), m.tree)) return;

@@ -8,7 +8,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "core/file_reader.h"
+#include "core/text_layout.h"
 #include "sources/kernel/skeleton.h"
 
 #include <linux/types.h>
@@ -21,33 +24,73 @@ namespace {
 using K = MetricKind;
 constexpr double kMicro = 1e-6;  // run-queue buckets are log2 microseconds
 
-const MetricDesc kSwitches{"scheduler", "context_switches", K::kCounter, Unit::kNone,
-                           "Context switches (sched_switch)"};
-const MetricDesc kPerCpu{"scheduler", "per_cpu_switches", K::kCounter, Unit::kNone, "Context switches per CPU"};
-const MetricDesc kVoluntary{"scheduler", "voluntary_switches", K::kCounter, Unit::kNone,
-                            "Switches where the task blocked"};
-const MetricDesc kInvoluntary{"scheduler", "involuntary_switches", K::kCounter, Unit::kNone,
-                              "Switches where the task was preempted while runnable"};
-const MetricDesc kWakeups{"scheduler", "wakeups", K::kCounter, Unit::kNone,
-                          "Task wakeups (sched_waking, sched_wakeup_new)"};
-const MetricDesc kRunq{"scheduler",
-                       "runq_latency_seconds",
-                       K::kHistogram,
-                       Unit::kSeconds,
-                       "Run-queue latency: from wakeup or preemption to running",
-                       {},
-                       kMicro};
+void scheduler_text(TextBlock& b);
+void tree_sched_text(TextBlock& b);
 
-const MetricDesc kTreeWakeups{
-    "process_tree",      "sched_wakeups", K::kCounter, Unit::kNone, "Wakeups of the tree's tasks (scheduler)",
-    "proc_sched_wakeups"};
-const MetricDesc kTreeRunqHist{"process_tree",
-                               "runq_latency_seconds",
-                               K::kHistogram,
-                               Unit::kSeconds,
-                               "Run-queue latency of the tree's tasks",
-                               "proc_runq_latency_seconds",
-                               kMicro};
+// Rank 2: the best of the three sources that count context switches (perf's software counter is
+// 1, /proc/stat 0), with the voluntary/preempted split.
+const MetricDesc kSwitches = shown_by(
+    scheduler_text,
+    ranked(2, {"scheduler", "context_switches", K::kCounter, Unit::kNone, "Context switches (sched_switch), per CPU"}));
+const MetricDesc kVoluntary = shown_by(
+    scheduler_text, {"scheduler", "voluntary_switches", K::kCounter, Unit::kNone, "Switches where the task blocked"});
+const MetricDesc kInvoluntary = shown_by(scheduler_text, {"scheduler", "involuntary_switches", K::kCounter, Unit::kNone,
+                                                          "Switches where the task was preempted while runnable"});
+const MetricDesc kWakeups = shown_by(scheduler_text, {"scheduler", "wakeups", K::kCounter, Unit::kNone,
+                                                      "Task wakeups (sched_waking, sched_wakeup_new)"});
+const MetricDesc kRunq = shown_by(scheduler_text, {"scheduler",
+                                                   "runq_latency_seconds",
+                                                   K::kHistogram,
+                                                   Unit::kSeconds,
+                                                   "Run-queue latency: from wakeup or preemption to running",
+                                                   {},
+                                                   kMicro});
+
+const MetricDesc kTreeWakeups =
+    shown_by(tree_sched_text, {"process_tree", "sched_wakeups", K::kCounter, Unit::kNone,
+                               "Wakeups of the tree's tasks (scheduler)", "proc_sched_wakeups"});
+const MetricDesc kTreeRunqHist =
+    shown_by(tree_sched_text, {"process_tree", "runq_latency_seconds", K::kHistogram, Unit::kSeconds,
+                               "Run-queue latency of the tree's tasks", "proc_runq_latency_seconds", kMicro});
+
+std::string latency(const Shown& h) {
+  return fmt::format("run-queue latency p50 {}  p99 {}", below_time(h.p50), below_time(h.p99));
+}
+
+// sched    switches 972/s (voluntary 428/s, preempted 544/s)  wakeups 434/s  ...  run-queue latency p50 < 64 us
+// (forks, running, blocked and load come from /proc/stat's layout, on the same line)
+void scheduler_text(TextBlock& b) {
+  using text_order::kSched;
+  const std::string all(kAllLabel);
+  if (const Shown* v = b.take(kSwitches, {{"cpu", all}})) {
+    std::string s = "switches " + counted(b, *v);
+    const Shown* vol = b.take(kVoluntary);
+    const Shown* invol = b.take(kInvoluntary);
+    if (vol != nullptr && invol != nullptr) {
+      s += b.summary() ? fmt::format(", voluntary {}, preempted {}", human_count(vol->value), human_count(invol->value))
+                       : fmt::format(" (voluntary {}, preempted {})", per_s(vol->rate), per_s(invol->rate));
+    }
+    b.item(kSched, "sched", s);
+  }
+  b.take_all(kSwitches);  // per CPU: in JSON and Prometheus
+  if (const Shown* v = b.take(kWakeups)) b.item(kSched + 10, "sched", "wakeups " + counted(b, *v));
+  if (const Shown* h = b.take(kRunq)) b.item(kSched + 40, "sched", latency(*h));
+}
+
+// The tree's wakeups and run-queue latency, with the tree's figures.
+void tree_sched_text(TextBlock& b) {
+  const Shown* wakeups = b.take(kTreeWakeups);
+  const Shown* runq = b.take(kTreeRunqHist);
+  if (wakeups == nullptr && runq == nullptr) return;
+  std::string s;
+  if (wakeups != nullptr) s = "wakeups " + (b.summary() ? human_count(wakeups->value) : per_s(wakeups->rate));
+  if (runq != nullptr) s += (s.empty() ? "" : "  ") + latency(*runq);
+  if (b.summary()) {
+    b.line(text_order::kTree + 13, "tree", fmt::format("{:<8} {}", "sched", s));
+  } else {
+    b.item(text_order::kTree + 5, "tree", s);
+  }
+}
 
 }  // namespace
 
@@ -97,11 +140,11 @@ void SchedulerSource::collect(Samples& out) {
     sum.runq_ns += c.runq_ns;
     for (size_t b = 0; b < PM_RUNQ_BUCKETS; ++b) hist[b] += c.runq_hist[b];
     if (cpu < m.online.size() && m.online[cpu]) {
-      out.push_back({&kPerCpu, {{"cpu", std::to_string(cpu)}}, static_cast<double>(c.switches)});
+      out.push_back({&kSwitches, {{"cpu", std::to_string(cpu)}}, static_cast<double>(c.switches)});
     }
   }
   auto add = [&](const MetricDesc& d, double v) { out.push_back({&d, {}, v}); };
-  add(kSwitches, static_cast<double>(sum.switches));
+  out.push_back({&kSwitches, {{"cpu", std::string(kAllLabel)}}, static_cast<double>(sum.switches)});
   add(kVoluntary, static_cast<double>(sum.voluntary));
   add(kInvoluntary, static_cast<double>(sum.involuntary));
   add(kWakeups, static_cast<double>(sum.wakeups));

@@ -5,11 +5,16 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <string_view>
 #include <system_error>
 #include <thread>
+
+#include <fmt/format.h>
+
+#include "core/text_layout.h"
 
 #include "probe.h"
 #include "probe.skel.h"
@@ -21,34 +26,120 @@ namespace {
 using K = MetricKind;
 const Labels kNoLabels;
 
-const MetricDesc kCalls{"probe", "calls", K::kCounter, Unit::kNone, "Finished calls of the probed function"};
-const MetricDesc kLatency{"probe",         "latency_seconds", K::kHistogram, Unit::kSeconds,
-                          "Latency of the function's calls (log2 ns buckets)", {}, 1e-9};
-const MetricDesc kMax{"probe", "latency_max_seconds", K::kGauge, Unit::kSeconds, "Longest call since the start"};
+void probe_text(TextBlock& b);
+
+const MetricDesc kCalls =
+    shown_by(probe_text, {"probe", "calls", K::kCounter, Unit::kNone, "Finished calls of the probed function"});
+const MetricDesc kLatency = shown_by(probe_text, {"probe",
+                                                  "latency_seconds",
+                                                  K::kHistogram,
+                                                  Unit::kSeconds,
+                                                  "Latency of the function's calls (log2 ns buckets)",
+                                                  {},
+                                                  1e-9});
+const MetricDesc kMax =
+    shown_by(probe_text, {"probe", "latency_max_seconds", K::kGauge, Unit::kSeconds, "Longest call since the start"});
 const MetricDesc kKside[PM_KSIDE] = {
-    {"probe", "on_cpu_seconds", K::kCounter, Unit::kSeconds, "Time the calls' threads ran on a CPU"},
-    {"probe", "runq_seconds", K::kCounter, Unit::kSeconds, "Time the calls' threads waited runnable for a CPU"},
-    {"probe", "blocked_seconds", K::kCounter, Unit::kSeconds, "Time the calls' threads were blocked until woken"},
-    {"probe", "voluntary_switches", K::kCounter, Unit::kNone, "Switches out while blocking, inside the calls"},
-    {"probe", "involuntary_switches", K::kCounter, Unit::kNone, "Switches out while runnable (preempted)"},
-    {"probe", "bio_read_bytes", K::kCounter, Unit::kBytes, "Bytes of read bios the calls submitted"},
-    {"probe", "bio_write_bytes", K::kCounter, Unit::kBytes, "Bytes of write bios the calls submitted"},
-    {"probe", "page_faults", K::kCounter, Unit::kNone, "Page faults (minor and major) inside the calls"},
+    shown_by(probe_text,
+             {"probe", "on_cpu_seconds", K::kCounter, Unit::kSeconds, "Time the calls' threads ran on a CPU"}),
+    shown_by(probe_text, {"probe", "runq_seconds", K::kCounter, Unit::kSeconds,
+                          "Time the calls' threads waited runnable for a CPU"}),
+    shown_by(probe_text, {"probe", "blocked_seconds", K::kCounter, Unit::kSeconds,
+                          "Time the calls' threads were blocked until woken"}),
+    shown_by(probe_text, {"probe", "voluntary_switches", K::kCounter, Unit::kNone,
+                          "Switches out while blocking, inside the calls"}),
+    shown_by(probe_text,
+             {"probe", "involuntary_switches", K::kCounter, Unit::kNone, "Switches out while runnable (preempted)"}),
+    shown_by(probe_text,
+             {"probe", "bio_read_bytes", K::kCounter, Unit::kBytes, "Bytes of read bios the calls submitted"}),
+    shown_by(probe_text,
+             {"probe", "bio_write_bytes", K::kCounter, Unit::kBytes, "Bytes of write bios the calls submitted"}),
+    shown_by(probe_text,
+             {"probe", "page_faults", K::kCounter, Unit::kNone, "Page faults (minor and major) inside the calls"}),
 };
-const MetricDesc kOpenAtExit{"probe", "open_at_exit", K::kCounter, Unit::kNone,
-                             "Calls whose thread exited inside them (never finished)"};
-const MetricDesc kAbandoned{"probe", "abandoned", K::kCounter, Unit::kNone,
-                            "Calls left without a return (longjmp, an exception unwinding them)"};
-const MetricDesc kInProgress{"probe", "in_progress", K::kGauge, Unit::kNone, "Calls open now"};
-const MetricDesc kSpans{"probe", "spans", K::kCounter, Unit::kNone, "Spans that reached perf-monitor"};
-const MetricDesc kDropped{"probe", "spans_dropped", K::kCounter, Unit::kNone,
-                          "Spans lost to a full ring buffer (the function figures still count them)"};
-const MetricDesc kTooDeep{"probe", "too_deep", K::kCounter, Unit::kNone,
-                          "Calls nested too deep to time (counted in calls, without latency)"};
-const MetricDesc kNoSlot{"probe", "untracked_threads", K::kCounter, Unit::kNone,
-                         "Calls not followed: too many threads inside calls at once"};
-const MetricDesc kUnmatched{"probe", "unmatched", K::kCounter, Unit::kNone,
-                            "Returns or request ends without their start (begun before attaching)"};
+const MetricDesc kOpenAtExit = shown_by(probe_text, {"probe", "open_at_exit", K::kCounter, Unit::kNone,
+                                                     "Calls whose thread exited inside them (never finished)"});
+const MetricDesc kAbandoned =
+    shown_by(probe_text, {"probe", "abandoned", K::kCounter, Unit::kNone,
+                          "Calls left without a return (longjmp, an exception unwinding them)"});
+const MetricDesc kInProgress = shown_by(probe_text, {"probe", "in_progress", K::kGauge, Unit::kNone, "Calls open now"});
+const MetricDesc kSpans =
+    shown_by(probe_text, {"probe", "spans", K::kCounter, Unit::kNone, "Spans that reached perf-monitor"});
+const MetricDesc kDropped =
+    shown_by(probe_text, {"probe", "spans_dropped", K::kCounter, Unit::kNone,
+                          "Spans lost to a full ring buffer (the function figures still count them)"});
+const MetricDesc kTooDeep = shown_by(probe_text, {"probe", "too_deep", K::kCounter, Unit::kNone,
+                                                  "Calls nested too deep to time (counted in calls, without latency)"});
+const MetricDesc kNoSlot = shown_by(probe_text, {"probe", "untracked_threads", K::kCounter, Unit::kNone,
+                                                 "Calls not followed: too many threads inside calls at once"});
+const MetricDesc kUnmatched =
+    shown_by(probe_text, {"probe", "unmatched", K::kCounter, Unit::kNone,
+                          "Returns or request ends without their start (begun before attaching)"});
+
+// Interval: probe    shop::process_request: 120 calls/s  latency p50 < 4.2 ms  p99 < 8.4 ms  on CPU 22.7% ...
+// Summary:  a table, one row per function; then what was lost, if anything.
+void probe_text(TextBlock& b) {
+  using text_order::kProbe;
+  int at = kProbe;
+  std::vector<const Shown*> functions = b.take_all(kCalls);
+  if (b.summary() && !functions.empty()) {
+    b.line(at++, "probes",
+           fmt::format("{:<24} {:>8} {:>9} {:>9} {:>9} {:>9}  {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}", "function", "calls",
+                       "p50", "p90", "p99", "max", "on CPU", "run queue", "blocked", "switches", "written", "faults"));
+    b.line(at++, "probes",
+           fmt::format("{:<24} {:>8} {:>9} {:>9} {:>9} {:>9}  {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}", "", "", "", "", "",
+                       "", "per call", "per call", "per call", "per call", "per call", "/call"));
+  }
+  for (const Shown* calls : functions) {
+    std::string fn(label_of(*calls, "function"));
+    Labels l{{"function", fn}};
+    const Shown* lat = b.take(kLatency, l);
+    const Shown* max = b.take(kMax, l);
+    const Shown* k[PM_KSIDE];
+    for (int i = 0; i < PM_KSIDE; ++i) k[i] = b.take(kKside[i], l);
+    const Shown* open_at_exit = b.take(kOpenAtExit, l);
+    const Shown* abandoned = b.take(kAbandoned, l);
+    const Shown* in_progress = b.take(kInProgress, l);
+    auto v = [](const Shown* x) { return x != nullptr ? x->value : std::nan(""); };
+    auto q = [&](double Shown::*p) { return lat != nullptr ? below_time(lat->*p) : std::string("-"); };
+    if (!b.summary()) {
+      // Where the calls' time went, as shares of their latency.
+      double share = lat != nullptr && lat->value > 0 ? 100 / lat->value : std::nan("");
+      b.line(at++, "probe",
+             fmt::format("{}: {:.0f} calls/s  latency p50 {}  p99 {}  on CPU {}  run queue {}  blocked {}", fn,
+                         calls->rate, q(&Shown::p50), q(&Shown::p99), percent(share * v(k[PM_ON_CPU_NS])),
+                         percent(share * v(k[PM_RUNQ_NS])), percent(share * v(k[PM_BLOCKED_NS]))));
+      continue;
+    }
+    double n = calls->value;
+    auto per = [&](int i) { return n > 0 ? v(k[i]) / n : std::nan(""); };
+    b.line(at++, "probes",
+           fmt::format("{:<24} {:>8.0f} {:>9} {:>9} {:>9} {:>9}  {:>9} {:>9} {:>9} {:>9.1f} {:>9} {:>7.1f}", fn, n,
+                       q(&Shown::p50), q(&Shown::p90), q(&Shown::p99),
+                       max != nullptr && n > 0 ? human_time(max->value) : "-", human_time(per(PM_ON_CPU_NS)),
+                       human_time(per(PM_RUNQ_NS)), human_time(per(PM_BLOCKED_NS)),
+                       per(PM_VOLUNTARY) + per(PM_INVOLUNTARY), human_bytes(per(PM_BIO_WRITE)), per(PM_FAULTS)));
+    double open =
+        (open_at_exit != nullptr ? open_at_exit->value : 0) + (in_progress != nullptr ? in_progress->value : 0);
+    if (open > 0)
+      b.line(at++, "probes",
+             fmt::format("{:<24} {:.0f} calls never returned (thread exited, or still open)", "", open));
+    if (abandoned != nullptr && abandoned->value > 0) {
+      b.line(at++, "probes",
+             fmt::format("{:<24} {:.0f} calls left without a return (longjmp, exception)", "", abandoned->value));
+    }
+  }
+  std::string lost;
+  for (auto [desc, what] :
+       {std::pair{&kDropped, "spans dropped (ring buffer full)"}, std::pair{&kTooDeep, "calls nested too deep to time"},
+        std::pair{&kNoSlot, "calls not followed (too many threads)"},
+        std::pair{&kUnmatched, "returns without their call (begun before attaching)"}}) {
+    const Shown* x = b.take(*desc);
+    if (x != nullptr && x->value > 0) lost += fmt::format("{}{:.0f} {}", lost.empty() ? "" : ", ", x->value, what);
+  }
+  b.take(kSpans);  // spans are written as they come (JSON); their count matters only when some were lost
+  if (!lost.empty() && b.summary()) b.line(kProbe + 90, "probes", "note: " + lost);
+}
 
 double mono_seconds_now() {
   timespec ts{};

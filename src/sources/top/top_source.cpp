@@ -9,10 +9,13 @@
 
 #include <linux/types.h>
 
+#include <fmt/format.h>
+
 #include "core/aggregator.h"
 #include "core/cgroup.h"
 #include "core/file_reader.h"
 #include "core/text.h"
+#include "core/text_layout.h"
 #include "scheduler.h"
 
 namespace pm {
@@ -21,42 +24,121 @@ namespace {
 using K = MetricKind;
 constexpr double kMicro = 1e-6;
 
+void top_text(TextBlock& b);
+
 // Per cgroup (label cgroup), and per named process group (label group): running totals.
-#define PM_TOP_FAMILY(var, family, what)                                                                              \
-  const MetricDesc var##User{family, "cpu_user_seconds", K::kCounter, Unit::kSeconds, "CPU time in user mode of " what, \
-                             {}, 0, true};                                                                           \
-  const MetricDesc var##System{family, "cpu_system_seconds", K::kCounter, Unit::kSeconds,                             \
-                               "CPU time in kernel mode of " what, {}, 0, true};                                     \
-  const MetricDesc var##Runq{family, "runq_wait_seconds", K::kCounter, Unit::kSeconds,                                \
-                             "Time runnable, waiting for a CPU, of " what, {}, 0, true};                             \
-  const MetricDesc var##Blocked{family, "blocked_seconds", K::kCounter, Unit::kSeconds,                               \
-                                "Time neither running nor runnable of " what, {}, 0, true};                          \
-  const MetricDesc var##Read{family, "io_read_bytes", K::kCounter, Unit::kBytes, "Bytes read from storage by " what,    \
-                             {}, 0, true};                                                                           \
-  const MetricDesc var##Write{family, "io_write_bytes", K::kCounter, Unit::kBytes,                                    \
-                              "Bytes written to storage by " what, {}, 0, true};                                     \
-  const MetricDesc var##Faults{family, "page_faults", K::kCounter, Unit::kNone, "Page faults of " what, {}, 0, true};  \
-  const MetricDesc var##Switches{family, "context_switches", K::kCounter, Unit::kNone, "Context switches of " what,   \
-                                 {}, 0, true};                                                                       \
-  const MetricDesc var##Procs{family, "processes", K::kGauge, Unit::kNone, "Live processes of " what, {}, 0, true};  \
-  const MetricDesc var##Rss{family, "rss_bytes", K::kGauge, Unit::kBytes, "Resident memory of " what, {}, 0, true};
+#define PM_TOP_FAMILY(var, family, what)                                                                               \
+  const MetricDesc var##User = shown_by(                                                                               \
+      top_text,                                                                                                        \
+      {family, "cpu_user_seconds", K::kCounter, Unit::kSeconds, "CPU time in user mode of " what, {}, 0, true});       \
+  const MetricDesc var##System = shown_by(                                                                             \
+      top_text,                                                                                                        \
+      {family, "cpu_system_seconds", K::kCounter, Unit::kSeconds, "CPU time in kernel mode of " what, {}, 0, true});   \
+  const MetricDesc var##Runq = shown_by(top_text, {family,                                                             \
+                                                   "runq_wait_seconds",                                                \
+                                                   K::kCounter,                                                        \
+                                                   Unit::kSeconds,                                                     \
+                                                   "Time runnable, waiting for a CPU, of " what,                       \
+                                                   {},                                                                 \
+                                                   0,                                                                  \
+                                                   true});                                                             \
+  const MetricDesc var##Blocked = shown_by(top_text, {family,                                                          \
+                                                      "blocked_seconds",                                               \
+                                                      K::kCounter,                                                     \
+                                                      Unit::kSeconds,                                                  \
+                                                      "Time neither running nor runnable of " what,                    \
+                                                      {},                                                              \
+                                                      0,                                                               \
+                                                      true});                                                          \
+  const MetricDesc var##Read =                                                                                         \
+      shown_by(top_text,                                                                                               \
+               {family, "io_read_bytes", K::kCounter, Unit::kBytes, "Bytes read from storage by " what, {}, 0, true}); \
+  const MetricDesc var##Write = shown_by(                                                                              \
+      top_text,                                                                                                        \
+      {family, "io_write_bytes", K::kCounter, Unit::kBytes, "Bytes written to storage by " what, {}, 0, true});        \
+  const MetricDesc var##Faults =                                                                                       \
+      shown_by(top_text, {family, "page_faults", K::kCounter, Unit::kNone, "Page faults of " what, {}, 0, true});      \
+  const MetricDesc var##Switches = shown_by(                                                                           \
+      top_text, {family, "context_switches", K::kCounter, Unit::kNone, "Context switches of " what, {}, 0, true});     \
+  const MetricDesc var##Procs =                                                                                        \
+      shown_by(top_text, {family, "processes", K::kGauge, Unit::kNone, "Live processes of " what, {}, 0, true});       \
+  const MetricDesc var##Rss =                                                                                          \
+      shown_by(top_text, {family, "rss_bytes", K::kGauge, Unit::kBytes, "Resident memory of " what, {}, 0, true});
 
 PM_TOP_FAMILY(kCgroup, "cgroup", "the cgroup's processes (its descendants' too at the depth limit)")
 PM_TOP_FAMILY(kGroup, "process_group", "the processes of a --prometheus-processes group")
 #undef PM_TOP_FAMILY
 
-const MetricDesc kCgroupRunqHist{"cgroup",
-                                 "runq_latency_seconds",
-                                 K::kHistogram,
-                                 Unit::kSeconds,
-                                 "Run-queue latency of the cgroup's tasks (its descendants' at the depth limit)",
-                                 {},
-                                 kMicro,
-                                 true};
-const MetricDesc kDropped{"top", "dropped_series", K::kCounter, Unit::kNone,
-                          "Cgroup and process-group rows not exported: over --max-series"};
-const MetricDesc kExitsDropped{"top", "exits_dropped", K::kCounter, Unit::kNone,
-                               "Processes that ended without room to keep their last figures (kernel map full)"};
+const MetricDesc kCgroupRunqHist =
+    shown_by(top_text, {"cgroup",
+                        "runq_latency_seconds",
+                        K::kHistogram,
+                        Unit::kSeconds,
+                        "Run-queue latency of the cgroup's tasks (its descendants' at the depth limit)",
+                        {},
+                        kMicro,
+                        true});
+const MetricDesc kDropped = shown_by(top_text, {"top", "dropped_series", K::kCounter, Unit::kNone,
+                                                "Cgroup and process-group rows not exported: over --max-series"});
+const MetricDesc kExitsDropped =
+    shown_by(top_text, {"top", "exits_dropped", K::kCounter, Unit::kNone,
+                        "Processes that ended without room to keep their last figures (kernel map full)"});
+
+// One line per cgroup and per process group, what its tasks did:
+// cgroup   /system.slice: CPU 12.3% (user 10.1%, system 2.2%)  run queue 3 ms/s  blocked 1.20 s/s  ...
+// group    postgres: ...
+// and, when rows or exits could not be kept, a note under "top".
+void top_rows(TextBlock& b, const char* section, const char* key, const MetricDesc& user, const MetricDesc& system,
+              const MetricDesc& runq, const MetricDesc& blocked, const MetricDesc& read, const MetricDesc& write,
+              const MetricDesc& faults, const MetricDesc& switches, const MetricDesc& procs, const MetricDesc& rss,
+              const MetricDesc* hist, int at) {
+  for (const Shown* u : b.take_all(user)) {
+    std::string name(label_of(*u, key));
+    Labels l{{key, name}};
+    const Shown* sy = b.take(system, l);
+    const Shown* rq = b.take(runq, l);
+    const Shown* bl = b.take(blocked, l);
+    const Shown* rd = b.take(read, l);
+    const Shown* wr = b.take(write, l);
+    const Shown* fl = b.take(faults, l);
+    const Shown* sw = b.take(switches, l);
+    const Shown* pr = b.take(procs, l);
+    const Shown* rs = b.take(rss, l);
+    const Shown* h = hist != nullptr ? b.take(*hist, l) : nullptr;
+    double sys_rate = sy != nullptr ? sy->rate : 0;
+    std::string s = fmt::format("{}: CPU {} (user {}, system {})", name, percent(100 * (u->rate + sys_rate)),
+                                percent(100 * u->rate), sy != nullptr ? percent(100 * sy->rate) : "n/a");
+    if (rq != nullptr && bl != nullptr) {
+      s += fmt::format("  run queue {}/s  blocked {}/s", human_time(rq->rate), human_time(bl->rate));
+    }
+    if (rd != nullptr && wr != nullptr) {
+      s += fmt::format("  storage read {}  write {}", counted(b, *rd, true), counted(b, *wr, true));
+    }
+    if (fl != nullptr) s += "  faults " + counted(b, *fl);
+    if (sw != nullptr) s += "  switches " + counted(b, *sw);
+    if (pr != nullptr) s += fmt::format("  {} processes", human_count(pr->value));
+    if (rs != nullptr && std::isfinite(rs->value)) s += "  RSS " + human_bytes(rs->value);
+    if (h != nullptr) s += fmt::format("  run-queue latency p50 {}  p99 {}", below_time(h->p50), below_time(h->p99));
+    b.line(at++, section, s);
+  }
+}
+
+void top_text(TextBlock& b) {
+  using text_order::kSelf;
+  top_rows(b, "cgroup", "cgroup", kCgroupUser, kCgroupSystem, kCgroupRunq, kCgroupBlocked, kCgroupRead, kCgroupWrite,
+           kCgroupFaults, kCgroupSwitches, kCgroupProcs, kCgroupRss, &kCgroupRunqHist, kSelf - 60);
+  top_rows(b, "group", "group", kGroupUser, kGroupSystem, kGroupRunq, kGroupBlocked, kGroupRead, kGroupWrite,
+           kGroupFaults, kGroupSwitches, kGroupProcs, kGroupRss, nullptr, kSelf - 30);
+  const Shown* dropped = b.take(kDropped);
+  const Shown* exits = b.take(kExitsDropped);
+  std::string note;
+  if (dropped != nullptr && dropped->value > 0)
+    note += human_count(dropped->value) + " rows over --max-series left out";
+  if (exits != nullptr && exits->value > 0) {
+    note += (note.empty() ? "" : ", ") + human_count(exits->value) + " ended processes without room for their figures";
+  }
+  if (!note.empty()) b.item(kSelf - 5, "top", "note: " + note);
+}
 
 // A task's counters as the kernel reports them (tree.h), as doubles in seconds and counts.
 struct Totals {

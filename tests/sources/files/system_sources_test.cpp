@@ -67,16 +67,16 @@ TEST(SystemSources, Cpu) {
   EXPECT_EQ(count(out, "cpu", "time_seconds"), 24u);
   EXPECT_EQ(count(out, "cpu", "total_seconds"), 3u);
 
-  const Sample* ctxt = find(out, "sched", "context_switches");
+  const Sample* ctxt = find(out, "scheduler", "context_switches", {{"cpu", "all"}});
   ASSERT_NE(ctxt, nullptr);
   EXPECT_DOUBLE_EQ(ctxt->value, 229081);
-  ASSERT_NE(find(out, "sched", "forks"), nullptr);
-  EXPECT_DOUBLE_EQ(find(out, "sched", "forks")->value, 2683);
-  ASSERT_NE(find(out, "sched", "procs_running"), nullptr);
-  EXPECT_DOUBLE_EQ(find(out, "sched", "procs_running")->value, 1);
+  ASSERT_NE(find(out, "scheduler", "forks"), nullptr);
+  EXPECT_DOUBLE_EQ(find(out, "scheduler", "forks")->value, 2683);
+  ASSERT_NE(find(out, "scheduler", "procs_running"), nullptr);
+  EXPECT_DOUBLE_EQ(find(out, "scheduler", "procs_running")->value, 1);
   // loadavg "0.02 0.04 0.01 1/82 2685"
-  ASSERT_NE(find(out, "sched", "load5"), nullptr);
-  EXPECT_DOUBLE_EQ(find(out, "sched", "load5")->value, 0.04);
+  ASSERT_NE(find(out, "scheduler", "load5"), nullptr);
+  EXPECT_DOUBLE_EQ(find(out, "scheduler", "load5")->value, 0.04);
 
   // Utilisation: time{cpu,mode} over total{cpu}, in percent.
   auto ratios = (*src)->ratios();

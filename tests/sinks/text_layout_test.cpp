@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+// The text output is laid out by the sources (core/text_layout.h). These tests read the real
+// sources on captured /proc and /sys trees (tests/fixtures) and check that every metric a source
+// reads is laid out by it — nothing falls to the generic line, nothing read shows as "n/a" — and
+// that sections from several sources share one line.
+#include "core/text_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <regex>
+#include <string>
+
+#include "core/aggregator.h"
+#include "core/output.h"
+#include "sinks/sink.h"
+#include "sources/files/system_sources.h"
+#include "sources/tree/tree_source.h"
+
+namespace pm {
+namespace {
+
+using std::chrono::seconds;
+const MonoClock::time_point t0{seconds(100)};
+
+std::string contents(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string s;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  return s;
+}
+
+// The interval block and the summary the text sink writes for these samples, read twice a second
+// apart, counters at half their value the first time (so they moved).
+std::string text_of(const Samples& samples, const std::string& mode = "system",
+                    const std::vector<RatioRule>& ratios = {}) {
+  Samples first = samples;
+  for (Sample& s : first) {
+    if (s.desc->kind == MetricKind::kCounter) s.value /= 2;
+  }
+  Aggregator agg;
+  for (const RatioRule& r : ratios) agg.add_ratio(r);
+  agg.observe(first, t0);
+  agg.observe(samples, t0 + seconds(1));
+  std::FILE* f = std::tmpfile();
+  Output out = Output::to_fd(fileno(f), "a tmpfile");
+  auto sink = make_text_sink(out);
+  sink->interval(agg.close_interval(t0 + seconds(1)));
+  RunInfo info;
+  info.mode = mode;
+  info.end_reason = "duration";
+  sink->summary(agg.summary(t0 + seconds(1)), info, {});
+  std::string s = contents(f);
+  std::fclose(f);
+  return s;
+}
+
+// A generic item: "name=value" or "name{labels}=value", what the sink prints for a value no
+// layout showed.
+const std::regex kGeneric(R"( [a-z0-9_]+(\{[^}]*\})?=)");
+
+Samples read_all(std::initializer_list<Result<std::unique_ptr<Source>>*> sources, std::vector<RatioRule>& ratios) {
+  Samples out;
+  for (auto* src : sources) {
+    EXPECT_TRUE(src->ok()) << (src->ok() ? "" : src->error().message);
+    if (!src->ok()) continue;
+    (**src)->collect(out);
+    for (const RatioRule& r : (**src)->ratios()) ratios.push_back(r);
+  }
+  return out;
+}
+
+TEST(TextLayout, FileSourcesLayOutEveryMetricTheyRead) {
+  FsRoots roots{PM_FIXTURES_DIR "/proc", PM_FIXTURES_DIR "/sys"};
+  auto cpu = make_cpu_source(roots);
+  auto memory = make_memory_source(roots);
+  auto pressure = make_pressure_source(roots);
+  auto numa = make_numa_source(roots);
+  auto thermal = make_thermal_source(roots);
+  std::vector<RatioRule> ratios;
+  Samples samples = read_all({&cpu, &memory, &pressure, &numa, &thermal}, ratios);
+  ASSERT_FALSE(samples.empty());
+  for (const Sample& s : samples) {
+    EXPECT_TRUE(s.desc->text != nullptr || s.desc->denominator)
+        << s.desc->family << "." << s.desc->name << " has no text layout";
+  }
+  std::string text = text_of(samples, "system", ratios);
+  EXPECT_FALSE(std::regex_search(text, kGeneric)) << "a metric no layout shows:\n" << text;
+  EXPECT_EQ(text.find("n/a"), std::string::npos) << "a metric a layout shows was not read:\n" << text;
+  // The reader's words, one line per section.
+  for (const char* want :
+       {"\ncpu      user ", "\n         busy: cpu0 ", "\nsched    switches ", "  forks ", "  load 0.02 0.04 0.01",
+        "\nmemory   used ", "\npaging   faults ", "\npsi      cpu some ", "\nnuma     node0: ", "\nthermal  "}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want << " in\n" << text;
+  }
+  // Each section label once per block (the interval, the summary).
+  std::smatch m;
+  std::string rest = text;
+  int sched = 0;
+  while (std::regex_search(rest, m, std::regex("\nsched "))) {
+    ++sched;
+    rest = m.suffix();
+  }
+  EXPECT_EQ(sched, 2) << text;
+}
+
+TEST(TextLayout, TreeShowsEveryFigureAndWhatWasNotReadAsNa) {
+  TreeFigures f;
+  f.processes_seen = 3;
+  f.processes = 2;
+  f.threads = 4;
+  f.vm_size = 64 << 20;
+  f.rss = 8 << 20;
+  f.pss = 6 << 20;
+  f.shared = 2 << 20;
+  f.anon = 4 << 20;
+  f.has_times = true;
+  f.not_followed = 0;
+  f.counters = {1.5, 0.5, 100, 1, 10, 5, 4096, 8192, 100, 200, 2.0, 0.1, 0.4};
+  Samples all;
+  append_tree_samples(f, all);
+  std::string text = text_of(all, "run");
+  EXPECT_FALSE(std::regex_search(text, kGeneric)) << text;
+  EXPECT_EQ(text.find("n/a"), std::string::npos) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(\n +PSS +max +6\.0 MiB +min +6\.0 MiB\n)"))) << text;
+  EXPECT_NE(text.find("time     on CPU 1.00 s  run queue 50 ms  blocked 200 ms"), std::string::npos) << text;
+
+  // Not read (no permission for smaps_rollup and io): n/a, never 0.
+  f.pss.reset();
+  f.shared.reset();
+  f.io_known = false;
+  Samples partial;
+  append_tree_samples(f, partial);
+  text = text_of(partial, "run");
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(\n +PSS +max +n/a +min +n/a\n)"))) << text;
+  EXPECT_NE(text.find("storage read n/a  write n/a"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" 0 B"), std::string::npos) << text;
+}
+
+// Two layouts (two sources) add to one section: one line, items in their order.
+void first_layout(TextBlock& b) { b.item(20, "sched", "wakeups 3/s"); }
+void second_layout(TextBlock& b) {
+  b.item(10, "sched", "switches 5/s");
+  b.line(30, "sched", "per CPU ...");
+  b.item(5, "cpu", "user 1.0%");
+}
+
+TEST(TextLayout, ItemsOfOneSectionShareALine) {
+  TextBlock b(false, 1);
+  first_layout(b);
+  second_layout(b);
+  EXPECT_EQ(b.render(0, 1000), "cpu      user 1.0%\nsched    switches 5/s  wakeups 3/s\n         per CPU ...\n");
+}
+
+const MetricDesc kA = shown_by(first_layout, {"x", "a", MetricKind::kCounter});
+const MetricDesc kB = shown_by(second_layout, ranked(3, {"x", "a", MetricKind::kCounter, Unit::kNone, ""}));
+
+TEST(TextLayout, ALayoutTakesAQuantityOnceAndHigherRanksGoFirst) {
+  TextBlock b(false, 1);
+  Labels none;
+  b.add({&kA, &none, 1});
+  b.add({&kA, &none, 2});
+  b.add({&kB, &none, 3});
+  // The quantity is family and name: either source's descriptor finds it.
+  std::vector<TextLayout> order = b.layouts();
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_EQ(order[0], &second_layout);  // rank 3 first
+  const Shown* v = b.take(kB);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->value, 1);
+  EXPECT_EQ(b.take_all(kA).size(), 2u);  // the rest
+  EXPECT_EQ(b.take(kA), nullptr);        // each series is shown once
+  EXPECT_TRUE(b.unshown().empty());
+}
+
+TEST(TextLayout, UnitsForPeople) {
+  EXPECT_EQ(human_bytes(std::nan("")), "n/a");
+  EXPECT_EQ(human_time(std::nan("")), "n/a");
+  EXPECT_EQ(human_count(std::nan("")), "n/a");
+  EXPECT_EQ(human_time(1.9989), "2.00 s");
+  EXPECT_EQ(human_time(0.0031), "3.1 ms");
+  EXPECT_EQ(below_time(std::nan("")), "-");
+  EXPECT_EQ(per_s(4821.2), "4821/s");
+  EXPECT_EQ(bytes_per_s(1536), "1.5 KiB/s");
+}
+
+}  // namespace
+}  // namespace pm
