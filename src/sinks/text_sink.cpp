@@ -12,12 +12,15 @@
 #include "core/text.h"
 #include "sinks/format.h"
 #include "sinks/sink.h"
+#include "sinks/top_table.h"
 
 namespace pm {
 namespace {
 
 const std::set<std::string_view> kLaidOut = {"cpu",          "sched", "memory", "pressure",  "numa",    "thermal",
-                                             "process_tree", "pmc",   "energy", "scheduler", "block_io", "probe"};
+                                             "process_tree", "pmc",   "energy", "scheduler", "block_io", "probe",
+                                             // shown as the top tables (top_table.cpp), from the record's lists
+                                             "cgroup", "process_group", "top"};
 
 std::string pct(double v) { return fmt::format("{:.1f}%", v); }
 
@@ -322,6 +325,7 @@ class TextSink final : public Sink {
     probe_interval_lines(s, rec.values);
     system_lines(s, rec.values, rec.seconds);
     generic_lines(s, rec.values);
+    if (rec.top) s += top_tables_text(*rec.top);
     write(s);
   }
 
