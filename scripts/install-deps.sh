@@ -21,6 +21,8 @@ packages=(
   liblzma-dev                        # probes: symbols in the xz-compressed .gnu_debugdata
   binutils xz-utils                  # tests: build a MiniDebugInfo binary (objcopy, xz)
   libcpp-httplib-dev                 # the HTTP server of the Prometheus exporter (--prometheus)
+  libncurses-dev                     # perf-monitor top: the full-screen view on a terminal
+  tmux                               # tests: perf-monitor top driven and read as a person sees it
   dpkg-dev file                      # cpack -G DEB: dpkg-shlibdeps works out the package's dependencies
   help2man                           # the manual pages, made from --help at build time
   lintian                            # tests: Debian's checker on the .deb

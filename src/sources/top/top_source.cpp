@@ -388,13 +388,13 @@ void TopSource::collect(Samples& out) {
   auto by_key = [&](const auto& a, const auto& b) { return a.f.key(opts_.sort) > b.f.key(opts_.sort); };
   rec->processes_seen = rows.size();
   std::sort(rows.begin(), rows.end(), by_key);
-  if (static_cast<int>(rows.size()) > opts_.count) rows.resize(static_cast<size_t>(opts_.count));
+  if (opts_.count > 0 && static_cast<int>(rows.size()) > opts_.count) rows.resize(static_cast<size_t>(opts_.count));
   rec->processes = std::move(rows);
   for (auto& [path, c] : cgroups) rec->cgroups.push_back(std::move(c));
   std::sort(rec->cgroups.begin(), rec->cgroups.end(), by_key);
-  if (static_cast<int>(rec->cgroups.size()) > opts_.count) rec->cgroups.resize(static_cast<size_t>(opts_.count));
+  if (opts_.count > 0 && static_cast<int>(rec->cgroups.size()) > opts_.count) rec->cgroups.resize(static_cast<size_t>(opts_.count));
   std::sort(threads.begin(), threads.end(), by_key);
-  if (static_cast<int>(threads.size()) > opts_.count) threads.resize(static_cast<size_t>(opts_.count));
+  if (opts_.count > 0 && static_cast<int>(threads.size()) > opts_.count) threads.resize(static_cast<size_t>(opts_.count));
   rec->threads = std::move(threads);
   rec->exits_dropped = object_->top_losses().first;
   s.record = std::move(rec);
