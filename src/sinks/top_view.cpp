@@ -79,6 +79,7 @@ class TopViewSink final : public Sink {
   void unavailable(const std::vector<Unavailable>& list) override {
     std::vector<std::pair<std::string, std::string>> by_reason;  // reason, sources
     for (const Unavailable& u : list) {
+      if (u.source == "top") model_.set_no_lists(u.reason);
       auto it = std::find_if(by_reason.begin(), by_reason.end(), [&](const auto& g) { return g.first == u.reason; });
       if (it == by_reason.end()) {
         by_reason.emplace_back(u.reason, u.source);

@@ -32,6 +32,21 @@ std::string fit(std::string s, int width) {
   return s + std::string(w - s.size(), ' ');
 }
 
+// Lines of at most `width` characters, broken at spaces; continuation lines indented.
+std::vector<std::string> wrap(const std::string& text, int width, size_t indent = 2) {
+  std::vector<std::string> out;
+  auto w = static_cast<size_t>(std::max(width, static_cast<int>(indent) + 10));
+  std::string rest = text;
+  while (rest.size() > w) {
+    size_t cut = rest.rfind(' ', w);
+    if (cut == std::string::npos || cut <= indent) cut = w;
+    out.push_back(rest.substr(0, cut));
+    rest = std::string(indent, ' ') + rest.substr(rest[cut] == ' ' ? cut + 1 : cut);
+  }
+  out.push_back(rest);
+  return out;
+}
+
 const char* list_name(TopList l) {
   switch (l) {
     case TopList::kProcesses:
@@ -439,9 +454,11 @@ std::vector<ScreenLine> TopViewModel::screen(int width, int height) {
   int body = std::max(height - static_cast<int>(out.size()) - 2, 0);  // header and footer apart
   page_ = std::max(body - 1, 1);
   if (help_) {
-    for (const std::string& l : kHelp) add(l);
+    for (const std::string& n : notes_) {
+      for (std::string& l : wrap(n, width)) add(std::move(l));
+    }
     if (!notes_.empty()) add("");
-    for (const std::string& n : notes_) add(n);
+    for (const std::string& l : kHelp) add(l);
   } else {
     auto cols = fit_top_columns(list_, width, sort_);
     add(top_header(cols, width), ScreenLine::kHeader);
@@ -453,7 +470,11 @@ std::vector<ScreenLine> TopViewModel::screen(int width, int height) {
       add(top_line(cols, all[static_cast<size_t>(i)], seconds, width),
           i == selected_ ? ScreenLine::kSelected : ScreenLine::kPlain);
     }
-    if (all.empty()) add(shown_ ? (filter_.empty() ? "  (none)" : "  (none matches the filter)") : "  collecting...");
+    if (all.empty() && !no_lists_.empty()) {
+      for (std::string& l : wrap("  the lists are not available here: " + no_lists_, width, 4)) add(std::move(l));
+    } else if (all.empty()) {
+      add(shown_ ? (filter_.empty() ? "  (none)" : "  (none matches the filter)") : "  collecting...");
+    }
   }
   while (static_cast<int>(out.size()) < height - 1) add("");
   // Footer: the filter being typed, else news (a message perf-monitor printed), else the keys.

@@ -59,6 +59,8 @@ class TopViewModel {
   // footer says how many. `flash` is shown in the footer instead of the keys while not empty.
   void set_notes(std::vector<std::string> notes) { notes_ = std::move(notes); }
   void set_flash(std::string flash) { flash_ = std::move(flash); }
+  // Why there are no lists (the top source could not start): shown where they would be.
+  void set_no_lists(std::string why) { no_lists_ = std::move(why); }
 
   enum class Action { kNone, kRedraw, kQuit };
   Action key(const ViewKey& k);
@@ -107,7 +109,7 @@ class TopViewModel {
   std::string selected_key_;
   int selected_ = 0, scroll_ = 0, page_ = 10;
   std::vector<std::string> notes_;
-  std::string flash_;
+  std::string flash_, no_lists_;
 };
 
 }  // namespace pm

@@ -491,6 +491,27 @@ TEST(TopViewTerminal, SigtermRestoresTheTerminal) {
   });
 }
 
+// A pane made wider and taller is drawn at its new size: more columns, more rows.
+TEST(TopViewTerminal, ResizedPaneIsRedrawnAtItsNewSize) {
+  PM_SKIP_UNLESS_RUNNABLE();
+  Tmux t(80, 24);
+  ASSERT_TRUE(t.error().empty()) << t.error();
+  start_top(t);
+  ASSERT_TRUE(t.wait_for([](const std::string& s) { return !table_of(s).rows.empty(); }, 15s)) << t.screen();
+  EXPECT_EQ(table_of(t.screen()).header_line.find("CGROUP"), std::string::npos);
+  t.tmux("resize-window -t main -x 200 -y 50");
+  EXPECT_TRUE(t.wait_for(
+      [](const std::string& s) {
+        Table tb = table_of(s);
+        auto ls = lines_of(s);
+        return tb.header_line.find("CGROUP") != std::string::npos && ls.size() == 50 && !fields(ls.back()).empty();
+      },
+      5s))
+      << t.screen();
+  t.type("q");
+  EXPECT_TRUE(t.wait_for([](const std::string& s) { return s.rfind("PMTEST$") != std::string::npos; }, 10s));
+}
+
 // Not on a terminal: the system block and the tables as text, once per interval, no escapes.
 TEST(TopViewTerminal, NotOnATerminalPrintsTextTables) {
   PM_SKIP_UNLESS_RUNNABLE();

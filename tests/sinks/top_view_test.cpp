@@ -172,6 +172,14 @@ TEST(TopView, HelpAndQuit) {
   EXPECT_EQ(m.key({ViewKey::kChar, 3}), TopViewModel::Action::kQuit);  // Ctrl-C as a character
 }
 
+TEST(TopView, SaysWhyThereAreNoLists) {
+  TopViewModel m(TopSort::kCpu);
+  EXPECT_NE(screen_text(m, 80, 24).find("collecting"), std::string::npos);
+  m.set_no_lists("needs root");
+  m.update(nullptr, {});
+  EXPECT_NE(screen_text(m, 80, 24).find("the lists are not available here: needs root"), std::string::npos);
+}
+
 TEST(TopView, SystemBlockFromTheIntervalRecordNaWhereNotRead) {
   static const MetricDesc util{"cpu", "utilisation_percent", MetricKind::kGauge, Unit::kPercent, ""};
   static const MetricDesc load1{"sched", "load1", MetricKind::kGauge, Unit::kNone, ""};
