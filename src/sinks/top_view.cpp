@@ -87,7 +87,8 @@ class TopViewSink final : public Sink {
         it->second += ", " + u.source;
       }
     }
-    for (const auto& [reason, sources] : by_reason) unavailable_.push_back(sources + ": not available: " + reason);
+    for (const auto& [reason, sources] : by_reason)
+      unavailable_.push_back(fmt::format("{}: not available: {}", sources, reason));
     if (!unavailable_.empty())
       flash(fmt::format("{} not available here (h: which, and why)",
                         unavailable_.size() == 1 ? "a source is" : "sources are"));

@@ -121,12 +121,12 @@ SystemFigures system_figures(const IntervalRecord& rec) {
   return s;
 }
 
-void TopViewModel::update(std::shared_ptr<const TopRecord> top, SystemFigures sys) {
+void TopViewModel::update(std::shared_ptr<const TopRecord> top, const SystemFigures& sys) {
   latest_ = std::move(top);
   sys_latest_ = sys;
   if (!paused_ || !have_system_) {
     shown_ = latest_;
-    sys_shown_ = std::move(sys);
+    sys_shown_ = sys;
     have_system_ = true;
   }
 }

@@ -54,7 +54,7 @@ class TopViewModel {
 
   // The interval's lists and system figures. While paused, the screen keeps the ones it shows
   // and takes the latest on resuming.
-  void update(std::shared_ptr<const TopRecord> top, SystemFigures sys);
+  void update(std::shared_ptr<const TopRecord> top, const SystemFigures& sys);
   // What could not start and what perf-monitor printed meanwhile: listed under the help; the
   // footer says how many. `flash` is shown in the footer instead of the keys while not empty.
   void set_notes(std::vector<std::string> notes) { notes_ = std::move(notes); }
