@@ -21,6 +21,8 @@ packages=(
   libbpf-dev libelf-dev zlib1g-dev   # loading the eBPF programs (libbpf and what it links)
   liblzma-dev                        # probes: symbols in the xz-compressed .gnu_debugdata
   binutils xz-utils                  # tests: build a MiniDebugInfo binary (objcopy, xz)
+  libncurses-dev                     # perf-monitor top: the full-screen view on a terminal
+  tmux                               # tests: perf-monitor top driven and read as a person sees it
   dpkg-dev file                      # cpack -G DEB: dpkg-shlibdeps works out the package's dependencies
   help2man                           # the manual pages, made from --help at build time
   lintian                            # tests: Debian's checker on the .deb

@@ -16,6 +16,7 @@
 #include "core/output.h"
 #include "core/listen_address.h"
 #include "core/version.h"
+#include "sinks/sink.h"
 #include "sources/counters/event_catalogue.h"
 #include "sources/probes/symbols.h"
 
@@ -31,6 +32,8 @@ Examples:
                                             JSON Lines, one object per interval and a summary
   perf-monitor attach --pid 1234            follow a running process tree until it exits
   perf-monitor list                         which sources work on this host, and why not
+  perf-monitor top                          who uses the machine: processes, cgroups, threads
+                                            (interactive on a terminal, keys: see top --help)
   perf-monitor report out.jsonl             a self-contained HTML report of a JSON recording
   perf-monitor report --compare a*.jsonl -- b*.jsonl
                                             did b get faster or slower than a, beyond the noise?
@@ -50,6 +53,22 @@ annotate.h) are followed by default in run and attach.
 
 Exit status: the command's own in `run` (128+N when killed by signal N), 127 when it cannot
 be found, 126 when it cannot be executed, 2 for usage errors, 1 for other failures.
+)";
+
+constexpr const char* kTopKeys = R"(
+On a terminal (standard input and output), a full-screen view refreshed every interval:
+  c r b i f m      sort by CPU, run-queue wait, blocked time, I/O, page faults, memory
+  p g t            list processes, cgroups, threads
+  Enter (e, Right) a cgroup's processes, a process's threads; Left or Backspace: back
+  /                filter by name (Enter keeps it, Esc clears it)
+  Up Down PgUp PgDn Home End (k j)   move the selection
+  space            pause          h ?   help          q Ctrl-C   quit
+Elsewhere (a pipe, a file, --format json) the lists are printed once per interval.
+
+Examples:
+  perf-monitor top                          the interactive view
+  perf-monitor top --interval 2s            refreshed every 2 seconds
+  perf-monitor top --duration 10s | less    text: the system block and the tables, 10 times
 )";
 
 // Every flag's value must say something: `--duration ''` is a mistake (an unset variable in a
@@ -160,6 +179,11 @@ Invocation parse_command_line(int argc, char** argv) {
 
   CLI::App* list = app.add_subcommand("list", "Show every source and whether it is available here");
   add_common(list);
+
+  CLI::App* top = app.add_subcommand(
+      "top", "Show who is using the machine: processes, cgroups and threads (interactive on a terminal)");
+  add_common(top);
+  top->footer(kTopKeys);
 
   CLI::App* report = report::add_report_command(app, inv.report);
 
@@ -286,6 +310,10 @@ Invocation parse_command_line(int argc, char** argv) {
   } else if (!cgroup.empty()) {
     inv.target.mode = Mode::kCgroup;
     inv.target.cgroup = cgroup;
+  }
+  if (top->parsed()) {
+    if (c.top_count <= 0) return fail("top: the lists need rows: --top N with N > 0 (0 turns them off)");
+    c.top_view = c.format == OutputFormat::kText && c.output_path.empty() && top_view_possible();
   }
   return inv;
 }

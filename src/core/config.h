@@ -57,6 +57,9 @@ struct Config {
   bool top_threads = false;      // --threads: a list of threads too
   std::string prometheus_processes;  // --prometheus-processes REGEX: per-group series for these
   int max_series = 1000;         // --max-series: cgroup and process-group rows exported at most
+  // `perf-monitor top` on a terminal: the full-screen view, which sorts, filters and cuts the
+  // lists itself (the top source then keeps every row, threads included).
+  bool top_view = false;
 };
 
 // Limits on what is handed to the TOML parser: a configuration is a few hundred bytes, and the

@@ -183,10 +183,10 @@ Made make_top(SourceContext& ctx) {
   if (!sched) return sched.error();
   const Config& c = ctx.config;
   TopOptions o;
-  o.count = c.top_count;
+  o.count = c.top_view ? 0 : c.top_count;  // the view sorts and cuts every row itself
   o.sort = c.top_sort;
   o.cgroup_depth = c.cgroup_depth;
-  o.threads = c.top_threads;
+  o.threads = c.top_threads || c.top_view;
   o.max_series = c.max_series;
   if (!c.prometheus_processes.empty()) o.process_groups.emplace(c.prometheus_processes);
   return up(TopSource::create(*sched, std::move(o)));

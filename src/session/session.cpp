@@ -50,6 +50,13 @@ class Session {
     if (!target_->note().empty()) unavailable_.push_back({"cleanup", target_->note()});
     sink_->header(run_header());
     sink_->unavailable(unavailable_);  // once the target has started: errors stay one line
+    if (int fd = sink_->input_fd(); fd >= 0) {
+      // The view's keys, served by this loop like every other fd; 'q' ends as Ctrl-C does.
+      auto st = loop_->add_fd(fd, [this] {
+        if (!sink_->on_input()) loop_->stop();
+      });
+      if (!st) return fail(st.error().message);
+    }
     if (prom_ != nullptr) {
       // After the command's fork (threads must not exist at fork), before the first tick.
       prom_->session(status());
@@ -78,7 +85,11 @@ class Session {
       return kExitFailure;
     }
     std::vector<std::unique_ptr<Sink>> sinks;
-    sinks.push_back(cfg_.format == OutputFormat::kJson ? make_json_sink(*out_) : make_text_sink(*out_));
+    if (cfg_.top_view) {
+      sinks.push_back(make_top_view_sink(cfg_));
+    } else {
+      sinks.push_back(cfg_.format == OutputFormat::kJson ? make_json_sink(*out_) : make_text_sink(*out_));
+    }
     if (!cfg_.prometheus_listen.empty()) {
       // Bound now, so a busy port is one line and exit 2 before anything starts; served once the
       // sources are up.

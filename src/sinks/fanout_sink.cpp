@@ -25,6 +25,19 @@ class FanOutSink final : public Sink {
   void summary(const SummaryRecord& rec, const RunInfo& info, const std::vector<Unavailable>& list) override {
     for (auto& s : sinks_) s->summary(rec, info, list);
   }
+  // The first sink that takes input (there is at most one: the view).
+  [[nodiscard]] int input_fd() const override {
+    for (const auto& s : sinks_) {
+      if (s->input_fd() >= 0) return s->input_fd();
+    }
+    return -1;
+  }
+  bool on_input() override {
+    for (auto& s : sinks_) {
+      if (s->input_fd() >= 0) return s->on_input();
+    }
+    return true;
+  }
 
  private:
   std::vector<std::unique_ptr<Sink>> sinks_;

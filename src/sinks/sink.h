@@ -52,12 +52,24 @@ class Sink {
   // A finished call of a probed function, or a request (as it arrives, between intervals).
   virtual void span(const Span& /*span*/) {}
   virtual void summary(const SummaryRecord& rec, const RunInfo& info, const std::vector<Unavailable>& list) = 0;
+  // A sink that takes input (the interactive view's keyboard): the fd the session's event loop
+  // watches once header() was called (-1: none), and what to do when it is readable; false ends
+  // monitoring as Ctrl-C does. One loop, no thread of its own.
+  [[nodiscard]] virtual int input_fd() const { return -1; }
+  virtual bool on_input() { return true; }
 };
 
 // The report's formats; every write goes through `out`, which records a failure (the session
 // checks it).
 std::unique_ptr<Sink> make_text_sink(Output& out);
 std::unique_ptr<Sink> make_json_sink(Output& out);
+// `perf-monitor top` on a terminal: the full-screen view (ncurses) on standard output, keys from
+// standard input. It owns the terminal from header() until summary() or its destruction, and
+// restores it then (q, Ctrl-C and SIGTERM all end through summary()).
+std::unique_ptr<Sink> make_top_view_sink(const Config& config);
+// Whether `perf-monitor top` can show its view here: standard input and output are a terminal
+// whose type is known. Else it prints text.
+bool top_view_possible();
 // Passes everything to each sink in turn: the chosen output, and Prometheus beside it.
 std::unique_ptr<Sink> make_fanout_sink(std::vector<std::unique_ptr<Sink>> sinks);
 

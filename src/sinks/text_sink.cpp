@@ -12,6 +12,7 @@
 #include "core/text_layout.h"
 #include "sinks/format.h"
 #include "sinks/sink.h"
+#include "sinks/top_table.h"
 
 namespace pm {
 namespace {
@@ -105,7 +106,7 @@ class TextSink final : public Sink {
     fill(b, rec);
     lay_out(b);
     write(fmt::format("--- {} ({:.2f} s)\n", iso8601(rec.timestamp), rec.seconds) + b.render(0, kEnd) +
-          generic_lines(b));
+          generic_lines(b) + (rec.top ? top_tables_text(*rec.top) : std::string()));
   }
 
   void summary(const SummaryRecord& rec, const RunInfo& info, const std::vector<Unavailable>& list) override {

@@ -68,7 +68,11 @@ std::vector<std::string> text_problems(const std::string& text) {
       continue;
     }
     if (std::regex_search(line, generic)) problems.push_back("laid out by no source: " + line);
-    if (line.find("n/a") != std::string::npos) problems.push_back("not read: " + line);
+    // A process that ended in the interval (state x in the top table) has no RSS to read.
+    static const std::regex exited_row(R"(^ +[0-9]+( +[0-9]+)? x )");
+    if (line.find("n/a") != std::string::npos && !std::regex_search(line, exited_row)) {
+      problems.push_back("not read: " + line);
+    }
     if (line.empty() || line[0] == ' ' || line.rfind("not available", 0) == 0 || line.rfind("note", 0) == 0 ||
         line.rfind("system over", 0) == 0 || line.rfind("command", 0) == 0 || line.rfind("system ", 0) == 0) {
       continue;

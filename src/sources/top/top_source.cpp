@@ -125,6 +125,14 @@ void top_rows(TextBlock& b, const char* section, const char* key, const MetricDe
 
 void top_text(TextBlock& b) {
   using text_order::kSelf;
+  if (!b.summary()) {
+    // Each interval prints the cgroups as a table with the processes (sinks/top_table.cpp), from
+    // the same figures: one line each here would say it twice. The run's summary has no table.
+    for (const MetricDesc* d : {&kCgroupUser, &kCgroupSystem, &kCgroupRunq, &kCgroupBlocked, &kCgroupRead, &kCgroupWrite,
+                                &kCgroupFaults, &kCgroupSwitches, &kCgroupProcs, &kCgroupRss, &kCgroupRunqHist}) {
+      b.take_all(*d);
+    }
+  }
   top_rows(b, "cgroup", "cgroup", kCgroupUser, kCgroupSystem, kCgroupRunq, kCgroupBlocked, kCgroupRead, kCgroupWrite,
            kCgroupFaults, kCgroupSwitches, kCgroupProcs, kCgroupRss, &kCgroupRunqHist, kSelf - 60);
   top_rows(b, "group", "group", kGroupUser, kGroupSystem, kGroupRunq, kGroupBlocked, kGroupRead, kGroupWrite,
@@ -491,13 +499,13 @@ void TopSource::collect(Samples& out) {
   auto by_key = [&](const auto& a, const auto& b) { return a.f.key(opts_.sort) > b.f.key(opts_.sort); };
   rec->processes_seen = rows.size();
   std::sort(rows.begin(), rows.end(), by_key);
-  if (static_cast<int>(rows.size()) > opts_.count) rows.resize(static_cast<size_t>(opts_.count));
+  if (opts_.count > 0 && static_cast<int>(rows.size()) > opts_.count) rows.resize(static_cast<size_t>(opts_.count));
   rec->processes = std::move(rows);
   for (auto& [path, c] : cgroups) rec->cgroups.push_back(std::move(c));
   std::sort(rec->cgroups.begin(), rec->cgroups.end(), by_key);
-  if (static_cast<int>(rec->cgroups.size()) > opts_.count) rec->cgroups.resize(static_cast<size_t>(opts_.count));
+  if (opts_.count > 0 && static_cast<int>(rec->cgroups.size()) > opts_.count) rec->cgroups.resize(static_cast<size_t>(opts_.count));
   std::sort(threads.begin(), threads.end(), by_key);
-  if (static_cast<int>(threads.size()) > opts_.count) threads.resize(static_cast<size_t>(opts_.count));
+  if (opts_.count > 0 && static_cast<int>(threads.size()) > opts_.count) threads.resize(static_cast<size_t>(opts_.count));
   rec->threads = std::move(threads);
   rec->exits_dropped = object_->top_losses().first;
   s.record = std::move(rec);

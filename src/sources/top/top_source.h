@@ -25,7 +25,7 @@
 namespace pm {
 
 struct TopOptions {
-  int count = 10;           // rows per list
+  int count = 10;           // rows per list; <= 0: every row (the interactive view sorts and cuts)
   TopSort sort = TopSort::kCpu;
   int cgroup_depth = 2;     // cgroups deeper than this count for their ancestor at this depth
   bool threads = false;     // a threads list too

@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sinks/top_view_model.h"
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+
+#include <fmt/format.h>
+
+namespace pm {
+namespace {
+
+std::string_view label(const IntervalValue& v, std::string_view key) {
+  for (const auto& [k, val] : *v.labels) {
+    if (k == key) return val;
+  }
+  return {};
+}
+
+// "12.3%", or n/a.
+std::string pct(const std::optional<double>& v) { return v ? fmt::format("{:.1f}%", *v) : "n/a"; }
+std::string bytes(const std::optional<double>& v) { return v ? short_bytes(*v) : "n/a"; }
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string fit(std::string s, int width) {
+  auto w = static_cast<size_t>(std::max(width, 0));
+  if (s.size() > w) s.resize(w);
+  return s + std::string(w - s.size(), ' ');
+}
+
+// Lines of at most `width` characters, broken at spaces; continuation lines indented.
+std::vector<std::string> wrap(const std::string& text, int width, size_t indent = 2) {
+  std::vector<std::string> out;
+  auto w = static_cast<size_t>(std::max(width, static_cast<int>(indent) + 10));
+  std::string rest = text;
+  while (rest.size() > w) {
+    size_t cut = rest.rfind(' ', w);
+    if (cut == std::string::npos || cut <= indent) cut = w;
+    out.push_back(rest.substr(0, cut));
+    rest = std::string(indent, ' ') + rest.substr(rest[cut] == ' ' ? cut + 1 : cut);
+  }
+  out.push_back(rest);
+  return out;
+}
+
+const char* list_name(TopList l) {
+  switch (l) {
+    case TopList::kProcesses:
+      return "processes";
+    case TopList::kCgroups:
+      return "cgroups";
+    case TopList::kThreads:
+      return "threads";
+  }
+  return "processes";
+}
+
+const std::vector<std::string> kHelp = {
+    "perf-monitor top: who is using the machine, refreshed every interval",
+    "",
+    "Sort (largest first)  c CPU       r run-queue wait   b blocked time",
+    "                      i I/O       f page faults      m memory (RSS)",
+    "Lists                 p processes g cgroups          t threads",
+    "Expand                Enter (e, Right): a cgroup's processes, a process's threads",
+    "                      Left, Backspace: back to the list it came from",
+    "Filter                / then part of a name, Enter; Esc clears it",
+    "Move                  Up Down (k j)  PgUp PgDn  Home End",
+    "Pause                 space (keys still work on the paused interval)",
+    "Quit                  q, Ctrl-C",
+    "",
+    "Per second of the interval: CPU% USR% SYS% on a CPU, RUNQ% runnable and",
+    "waiting for a CPU, BLK% neither (over 100% with several threads); READ/s",
+    "WRITE/s storage I/O; FLT/s page faults; CSW/s context switches. RSS: now.",
+    "S: x started or ended within the interval, k kernel thread, + a cgroup at",
+    "the depth limit (its descendants count in it). A cgroup's own files:",
+    "CGCPU% its cpu.stat, PSCPU% PSIO% PSMEM% its pressure (some, avg10), RQP99",
+    "its run-queue latency p99. n/a: not available here.",
+    "",
+    "Any key closes this help.",
+};
+
+}  // namespace
+
+SystemFigures system_figures(const IntervalRecord& rec) {
+  SystemFigures s;
+  s.timestamp = rec.timestamp;
+  s.seconds = rec.seconds;
+  for (const IntervalValue& v : rec.values) {
+    std::string_view family = v.desc->family, name = v.desc->name;
+    if (family == "cpu" && name == "utilisation_percent" && label(v, "cpu") == "all") {
+      for (size_t m = 0; m < SystemFigures::kCpuModes.size(); ++m) {
+        if (label(v, "mode") == SystemFigures::kCpuModes[m]) s.cpu_pct[m] = v.value;
+      }
+    } else if (family == "memory" && v.labels->empty()) {
+      for (auto [n, field] :
+           {std::pair{"used_bytes", &s.mem_used}, std::pair{"total_bytes", &s.mem_total},
+            std::pair{"available_bytes", &s.mem_available}, std::pair{"cached_bytes", &s.mem_cached},
+            std::pair{"swap_total_bytes", &s.swap_total}, std::pair{"swap_free_bytes", &s.swap_free}}) {
+        if (name == n) *field = v.value;
+      }
+    } else if ((family == "sched" || family == "scheduler") && v.labels->empty()) {
+      // /proc/loadavg and /proc/stat's gauges (the family's name differs between versions).
+      for (auto [n, field] :
+           {std::pair{"load1", &s.load1}, std::pair{"load5", &s.load5}, std::pair{"load15", &s.load15},
+            std::pair{"procs_running", &s.running}, std::pair{"procs_blocked", &s.blocked}}) {
+        if (name == n) *field = v.value;
+      }
+    } else if (family == "pressure" && name == "stall_seconds") {
+      for (size_t r = 0; r < SystemFigures::kPsiResources.size(); ++r) {
+        if (label(v, "resource") != SystemFigures::kPsiResources[r]) continue;
+        std::string_view kind = label(v, "kind");
+        if (kind == "some") s.psi[r][0] = 100 * v.rate;
+        if (kind == "full") s.psi[r][1] = 100 * v.rate;
+      }
+    }
+  }
+  return s;
+}
+
+void TopViewModel::update(std::shared_ptr<const TopRecord> top, const SystemFigures& sys) {
+  latest_ = std::move(top);
+  sys_latest_ = sys;
+  if (!paused_ || !have_system_) {
+    shown_ = latest_;
+    sys_shown_ = sys;
+    have_system_ = true;
+  }
+}
+
+std::vector<TopRow> TopViewModel::rows() const {
+  std::vector<TopRow> out;
+  if (!shown_) return out;
+  std::string want = lower(filter_);
+  auto matches = [&](const std::string& name, int pid) {
+    if (want.empty()) return true;
+    return lower(name).find(want) != std::string::npos || std::to_string(pid) == want;
+  };
+  if (list_ == TopList::kCgroups) {
+    for (const TopCgroup& c : shown_->cgroups) {
+      if (matches(c.path, -1)) out.push_back({nullptr, &c});
+    }
+  } else {
+    const auto& from = list_ == TopList::kThreads ? shown_->threads : shown_->processes;
+    for (const TopProcess& p : from) {
+      if (!in_cgroup_.empty() && p.cgroup != in_cgroup_) continue;
+      if (of_pid_ != 0 && p.pid != of_pid_) continue;
+      if (matches(p.comm, list_ == TopList::kThreads ? p.tid : p.pid)) out.push_back({&p, nullptr});
+    }
+  }
+  TopSort sort = sort_;
+  auto key = [sort](const TopRow& r) {
+    const TopFigures& f = r.process != nullptr ? r.process->f : r.cgroup->f;
+    return f.key(sort);
+  };
+  std::sort(out.begin(), out.end(), [&](const TopRow& a, const TopRow& b) {
+    double ka = key(a), kb = key(b);
+    if (ka != kb) return ka > kb;
+    // Ties (idle processes) in a stable order, so rows do not jump between refreshes.
+    if (a.process != nullptr)
+      return std::pair(a.process->pid, a.process->tid) < std::pair(b.process->pid, b.process->tid);
+    return a.cgroup->path < b.cgroup->path;
+  });
+  return out;
+}
+
+std::string TopViewModel::key_of(const TopRow& r) {
+  if (r.cgroup != nullptr) return "c" + r.cgroup->path;
+  return fmt::format("p{}/{}", r.process->pid, r.process->tid);
+}
+
+void TopViewModel::show_list(TopList list) {
+  list_ = list;
+  in_cgroup_.clear();
+  of_pid_ = 0;
+  follow_top_ = true;
+  selected_ = scroll_ = 0;
+}
+
+void TopViewModel::expand(const std::vector<TopRow>& rows) {
+  if (selected_ < 0 || selected_ >= static_cast<int>(rows.size())) return;
+  const TopRow& r = rows[static_cast<size_t>(selected_)];
+  if (r.cgroup != nullptr) {
+    cgroup_row_ = key_of(r);
+    std::string path = r.cgroup->path;
+    show_list(TopList::kProcesses);
+    in_cgroup_ = std::move(path);
+  } else if (list_ == TopList::kProcesses) {
+    int pid = r.process->pid;
+    std::string cgroup = in_cgroup_;
+    show_list(TopList::kThreads);
+    of_pid_ = pid;
+    threads_from_cgroup_ = cgroup;  // back to the cgroup's processes, if that is where it came from
+  } else {
+    return;
+  }
+  filter_.clear();
+}
+
+// Back from an expanded list to the one it came from; false when not expanded.
+bool TopViewModel::collapse() {
+  if (of_pid_ != 0) {
+    std::string cgroup = threads_from_cgroup_;
+    std::string back = fmt::format("p{}/0", of_pid_);
+    show_list(TopList::kProcesses);
+    in_cgroup_ = cgroup;
+    follow_top_ = false;
+    selected_key_ = back;
+    return true;
+  }
+  if (!in_cgroup_.empty()) {
+    show_list(TopList::kCgroups);
+    follow_top_ = false;
+    selected_key_ = cgroup_row_;
+    return true;
+  }
+  return false;
+}
+
+void TopViewModel::move_selection(int to, const std::vector<TopRow>& rows) {
+  int n = static_cast<int>(rows.size());
+  selected_ = std::clamp(to, 0, std::max(n - 1, 0));
+  follow_top_ = false;
+  if (selected_ < n) selected_key_ = key_of(rows[static_cast<size_t>(selected_)]);
+}
+
+TopViewModel::Action TopViewModel::key(const ViewKey& k) {
+  Action a = act(k);
+  settle(rows());
+  return a;
+}
+
+// The selection: the top row, or the same row as before wherever it went, else the same place.
+void TopViewModel::settle(const std::vector<TopRow>& all) {
+  if (follow_top_) {
+    selected_ = 0;
+    return;
+  }
+  auto it = std::find_if(all.begin(), all.end(), [&](const TopRow& r) { return key_of(r) == selected_key_; });
+  if (it != all.end()) selected_ = static_cast<int>(it - all.begin());
+  selected_ = std::clamp(selected_, 0, std::max(static_cast<int>(all.size()) - 1, 0));
+  if (!all.empty()) selected_key_ = key_of(all[static_cast<size_t>(selected_)]);
+}
+
+TopViewModel::Action TopViewModel::act(const ViewKey& k) {
+  if (editing_) {
+    switch (k.kind) {
+      case ViewKey::kEnter:
+        editing_ = false;
+        break;
+      case ViewKey::kEscape:
+        editing_ = false;
+        filter_.clear();
+        break;
+      case ViewKey::kBackspace:
+        if (!filter_.empty()) filter_.pop_back();
+        break;
+      case ViewKey::kChar:
+        if (k.ch >= 0x20 && k.ch < 0x7f && filter_.size() < 64) filter_ += static_cast<char>(k.ch);
+        break;
+      default:
+        return Action::kNone;
+    }
+    follow_top_ = true;
+    selected_ = scroll_ = 0;
+    return Action::kRedraw;
+  }
+  if (k.kind == ViewKey::kChar && (k.ch == 'q' || k.ch == 'Q' || k.ch == 3)) return Action::kQuit;
+  if (help_) {
+    help_ = false;
+    return Action::kRedraw;
+  }
+  std::vector<TopRow> now = rows();
+  settle(now);
+  switch (k.kind) {
+    case ViewKey::kUp:
+      move_selection(selected_ - 1, now);
+      return Action::kRedraw;
+    case ViewKey::kDown:
+      move_selection(selected_ + 1, now);
+      return Action::kRedraw;
+    case ViewKey::kPageUp:
+      move_selection(selected_ - page_, now);
+      return Action::kRedraw;
+    case ViewKey::kPageDown:
+      move_selection(selected_ + page_, now);
+      return Action::kRedraw;
+    case ViewKey::kHome:
+      move_selection(0, now);
+      follow_top_ = true;
+      return Action::kRedraw;
+    case ViewKey::kEnd:
+      move_selection(static_cast<int>(now.size()) - 1, now);
+      return Action::kRedraw;
+    case ViewKey::kEnter:
+    case ViewKey::kRight:
+      expand(now);
+      return Action::kRedraw;
+    case ViewKey::kLeft:
+    case ViewKey::kBackspace:
+      return collapse() ? Action::kRedraw : Action::kNone;
+    case ViewKey::kEscape:
+      if (!filter_.empty()) {
+        filter_.clear();
+        return Action::kRedraw;
+      }
+      return collapse() ? Action::kRedraw : Action::kNone;
+    case ViewKey::kChar:
+      break;
+  }
+  switch (k.ch) {
+    case 'c':
+      sort_ = TopSort::kCpu;
+      break;
+    case 'r':
+      sort_ = TopSort::kRunq;
+      break;
+    case 'b':
+      sort_ = TopSort::kBlocked;
+      break;
+    case 'i':
+      sort_ = TopSort::kIo;
+      break;
+    case 'f':
+      sort_ = TopSort::kFaults;
+      break;
+    case 'm':
+      sort_ = TopSort::kMemory;
+      break;
+    case 'p':
+      show_list(TopList::kProcesses);
+      break;
+    case 'g':
+      show_list(TopList::kCgroups);
+      break;
+    case 't':
+      show_list(TopList::kThreads);
+      break;
+    case 'e':
+      expand(now);
+      break;
+    case 'k':
+      move_selection(selected_ - 1, now);
+      break;
+    case 'j':
+      move_selection(selected_ + 1, now);
+      break;
+    case '/':
+      editing_ = true;
+      break;
+    case ' ':
+      paused_ = !paused_;
+      if (!paused_) update(latest_, sys_latest_);
+      break;
+    case 'h':
+    case '?':
+      help_ = true;
+      break;
+    default:
+      return Action::kNone;
+  }
+  return Action::kRedraw;
+}
+
+std::vector<std::string> TopViewModel::system_lines(int width) const {
+  const SystemFigures& s = sys_shown_;
+  auto num = [](const std::optional<double>& v, const char* f) {
+    return v ? fmt::format(fmt::runtime(f), *v) : std::string("n/a");
+  };
+  // Items in order of importance, as many as the width takes.
+  auto line = [width](std::string head, const std::vector<std::string>& items) {
+    for (const std::string& i : items) {
+      if (static_cast<int>(head.size() + 2 + i.size()) > width) break;
+      head += "  " + i;
+    }
+    return head;
+  };
+  std::vector<std::string> out;
+  // Busy: neither idle nor waiting for I/O, as the text output counts it.
+  const auto& idle = s.cpu_pct[7];
+  const auto& iowait = s.cpu_pct[3];
+  std::vector<std::string> modes;
+  for (size_t m : {0, 1, 3, 6, 2, 4, 5})
+    modes.push_back(fmt::format("{} {}", SystemFigures::kCpuModes[m], pct(s.cpu_pct[m])));
+  out.push_back(
+      line("CPU  busy " + (idle ? pct(std::max(0.0, 100 - *idle - iowait.value_or(0))) : std::string("n/a")), modes));
+  std::string swap = s.swap_total && s.swap_free
+                         ? short_bytes(*s.swap_total - *s.swap_free) + " of " + short_bytes(*s.swap_total)
+                         : "n/a";
+  out.push_back(line("MEM  used " + bytes(s.mem_used) + " of " + bytes(s.mem_total),
+                     {"available " + bytes(s.mem_available), "cached " + bytes(s.mem_cached), "swap used " + swap}));
+  out.push_back(
+      line(fmt::format("LOAD {} {} {}", num(s.load1, "{:.2f}"), num(s.load5, "{:.2f}"), num(s.load15, "{:.2f}")),
+           {"running " + num(s.running, "{:.0f}"), "blocked " + num(s.blocked, "{:.0f}")}));
+  std::vector<std::string> psi;
+  for (size_t r = 0; r < SystemFigures::kPsiResources.size(); ++r) {
+    psi.push_back(fmt::format("{} {}/{}", SystemFigures::kPsiResources[r], pct(s.psi[r][0]), pct(s.psi[r][1])));
+  }
+  psi.emplace_back("(some/full of the time)");
+  out.push_back(line("PSI", psi));
+  return out;
+}
+
+std::string TopViewModel::caption(size_t rows) const {
+  std::string s = list_name(list_);
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (!in_cgroup_.empty()) s += " in cgroup " + printable(in_cgroup_);
+  if (of_pid_ != 0) {
+    s += fmt::format(" of process {}", of_pid_);
+    if (shown_) {
+      for (const TopProcess& p : shown_->processes) {
+        if (p.pid == of_pid_) s += " (" + printable(p.comm) + ")";
+      }
+    }
+  }
+  s += fmt::format(" ({}) by {}", rows, to_string(sort_));
+  if (!filter_.empty() || editing_) s += "  filter: " + filter_;
+  if (!in_cgroup_.empty() || of_pid_ != 0) s += "  (Left: back)";
+  return s;
+}
+
+std::vector<ScreenLine> TopViewModel::screen(int width, int height) {
+  std::vector<ScreenLine> out;
+  auto add = [&](std::string text, ScreenLine::Style style = ScreenLine::kPlain) {
+    if (static_cast<int>(out.size()) < height) out.push_back({fit(std::move(text), width), style});
+  };
+  // Title: when, how often, the state; the keys that matter most on the right.
+  std::string title = " perf-monitor top";
+  if (have_system_) {
+    std::time_t t = WallClock::to_time_t(sys_shown_.timestamp);
+    std::tm tm{};
+    ::localtime_r(&t, &tm);
+    title +=
+        fmt::format("  {:02}:{:02}:{:02}  interval {:.2f} s", tm.tm_hour, tm.tm_min, tm.tm_sec, sys_shown_.seconds);
+  }
+  if (paused_) title += "  PAUSED (space: resume)";
+  std::string right = "h: help  q: quit ";
+  if (static_cast<int>(title.size() + right.size()) < width) {
+    title += std::string(static_cast<size_t>(width) - title.size() - right.size(), ' ') + right;
+  }
+  add(title, ScreenLine::kTitle);
+  if (have_system_) {
+    for (std::string& l : system_lines(width)) add(std::move(l));
+  } else {
+    add("CPU  collecting the first interval...");
+    for (int i = 0; i < 3; ++i) add("");
+  }
+  std::vector<TopRow> all = rows();
+  settle(all);
+  add(caption(all.size()), ScreenLine::kCaption);
+  int body = std::max(height - static_cast<int>(out.size()) - 2, 0);  // header and footer apart
+  page_ = std::max(body - 1, 1);
+  if (help_) {
+    for (const std::string& n : notes_) {
+      for (std::string& l : wrap(n, width)) add(std::move(l));
+    }
+    if (!notes_.empty()) add("");
+    for (const std::string& l : kHelp) add(l);
+  } else {
+    auto cols = fit_top_columns(list_, width, sort_);
+    add(top_header(cols, width), ScreenLine::kHeader);
+    if (selected_ < scroll_) scroll_ = selected_;
+    if (selected_ >= scroll_ + body) scroll_ = selected_ - body + 1;
+    scroll_ = std::clamp(scroll_, 0, std::max(static_cast<int>(all.size()) - body, 0));
+    double seconds = shown_ ? shown_->seconds : 0;
+    for (int i = scroll_; i < static_cast<int>(all.size()) && i < scroll_ + body; ++i) {
+      add(top_line(cols, all[static_cast<size_t>(i)], seconds, width),
+          i == selected_ ? ScreenLine::kSelected : ScreenLine::kPlain);
+    }
+    if (all.empty() && !no_lists_.empty()) {
+      for (std::string& l : wrap("  the lists are not available here: " + no_lists_, width, 4)) add(std::move(l));
+    } else if (all.empty()) {
+      add(shown_ ? (filter_.empty() ? "  (none)" : "  (none matches the filter)") : "  collecting...");
+    }
+  }
+  while (static_cast<int>(out.size()) < height - 1) add("");
+  // Footer: the filter being typed, else news (a message perf-monitor printed), else the keys.
+  std::string footer;
+  if (editing_) {
+    footer = "filter (Enter: keep, Esc: clear): " + filter_ + "_";
+  } else if (!flash_.empty()) {
+    footer = flash_;
+  } else {
+    footer = "sort c r b i f m  list p g t  Enter expand  / filter  space pause  h help  q quit";
+    if (!notes_.empty()) footer = fmt::format("{} notes (h)  ", notes_.size()) + footer;
+  }
+  add(footer, ScreenLine::kFooter);
+  return out;
+}
+
+}  // namespace pm
