@@ -226,7 +226,7 @@ Invocation parse_command_line(int argc, char** argv) {
   if (!prometheus.empty()) {
     auto addr = parse_listen_address(prometheus);
     if (!addr) return fail("--prometheus " + addr.error().message);
-    c.prometheus_listen = prometheus;
+    c.prometheus_listen = *addr;
   }
   auto set_duration = [&](const std::string& text, const char* flag, auto& field) -> bool {
     if (text.empty()) return true;

@@ -190,13 +190,16 @@ Status apply_section(std::string_view origin, const std::string& name, const tom
     PM_TRY(s.get("proc_events", c.proc_events));
   } else if (name == "prometheus") {
     PM_TRY(s.check_keys({"listen"}));
-    PM_TRY(s.get("listen", c.prometheus_listen));
+    std::string listen;
+    PM_TRY(s.get("listen", listen));
     // Must be an address we can listen on (an empty one is refused above: leave it out).
-    if (!c.prometheus_listen.empty()) {
-      if (auto a = parse_listen_address(c.prometheus_listen); !a) {
+    if (!listen.empty()) {
+      auto a = parse_listen_address(listen);
+      if (!a) {
         return make_error(Errc::kInvalidArgument, where(origin, t.get("listen")->source()) +
                                                       ": [prometheus] listen: " + a.error().message);
       }
+      c.prometheus_listen = *a;
     }
   } else if (name == "top") {
     PM_TRY(s.check_keys({"count", "sort", "cgroup_depth", "threads", "prometheus_processes", "max_series"}));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/listen_address.h"
 #include "core/top.h"
 #include "core/clock.h"
 
@@ -47,8 +48,9 @@ struct Config {
   // Unit of the latency histograms (bucket i counts latencies below 2^i units), in ns.
   uint64_t scheduler_hist_unit_ns = 1000;
   uint64_t block_io_hist_unit_ns = 1000;
-  // [prometheus] listen / --prometheus: serve /metrics there while monitoring (empty: not served).
-  std::string prometheus_listen;
+  // [prometheus] listen / --prometheus: serve /metrics there while monitoring (none: not served).
+  // Parsed where it is written, so a mistake names the flag or the file's line.
+  std::optional<ListenAddress> prometheus_listen;
   std::vector<ProbeSpec> probes;
   // [top]: who is using the machine (live mode): the busiest processes and cgroups per interval.
   int top_count = 10;            // rows per list (--top N); 0: off, nothing loaded for it

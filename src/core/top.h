@@ -50,6 +50,7 @@ struct TopCgroup {
   std::optional<double> io_pressure_pct;
   std::optional<double> memory_pressure_pct;
   std::optional<double> runq_p50_s, runq_p99_s;  // its tasks' run-queue latency (eBPF)
+  bool runq_read = false;                         // whether it was read (no quantiles: no waits)
 };
 
 struct TopRecord {

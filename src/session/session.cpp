@@ -90,15 +90,10 @@ class Session {
     } else {
       sinks.push_back(cfg_.format == OutputFormat::kJson ? make_json_sink(*out_) : make_text_sink(*out_));
     }
-    if (!cfg_.prometheus_listen.empty()) {
+    if (cfg_.prometheus_listen) {
       // Bound now, so a busy port is one line and exit 2 before anything starts; served once the
       // sources are up.
-      auto addr = parse_listen_address(cfg_.prometheus_listen);
-      if (!addr) {
-        say("--prometheus " + addr.error().message);
-        return kExitUsage;
-      }
-      auto prom = PrometheusSink::bind(*addr);
+      auto prom = PrometheusSink::bind(*cfg_.prometheus_listen);
       if (!prom) {
         say(prom.error().message);
         return prom.error().code == Errc::kInvalidArgument ? kExitUsage : kExitFailure;

@@ -52,7 +52,8 @@ std::string psi_cpu(const TopRow& r, double /*s*/) { return opt_percent(r.cgroup
 std::string psi_io(const TopRow& r, double /*s*/) { return opt_percent(r.cgroup->io_pressure_pct); }
 std::string psi_mem(const TopRow& r, double /*s*/) { return opt_percent(r.cgroup->memory_pressure_pct); }
 std::string runq_p99(const TopRow& r, double /*s*/) {
-  return r.cgroup->runq_p99_s ? "<" + short_time(*r.cgroup->runq_p99_s) : kNa;
+  if (r.cgroup->runq_p99_s) return "<" + short_time(*r.cgroup->runq_p99_s);
+  return r.cgroup->runq_read ? "-" : kNa;  // "-": no task of it waited in the interval
 }
 
 using S = TopSort;

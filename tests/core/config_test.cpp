@@ -215,7 +215,8 @@ TEST(ConfigHistogramUnits, ParsedAsNanosecondsAndCheckedByName) {
 TEST(ConfigPrometheus, ListenIsCheckedWhereItIsWritten) {
   Config c;
   ASSERT_TRUE(apply_toml("[prometheus]\nlisten = \"0.0.0.0:9464\"\n", "file.toml", c).ok());
-  EXPECT_EQ(c.prometheus_listen, "0.0.0.0:9464");
+  ASSERT_TRUE(c.prometheus_listen.has_value());
+  EXPECT_EQ(c.prometheus_listen->text(), "0.0.0.0:9464");
   Error empty = apply_error("[prometheus]\nlisten = \"\"\n");
   EXPECT_NE(empty.message.find("file.toml:2:10"), std::string::npos) << empty.message;
   EXPECT_NE(empty.message.find("non-empty"), std::string::npos) << empty.message;

@@ -421,6 +421,7 @@ void TopSource::collect(Samples& out) {
   // depth limit, its descendants. Running totals per row, and the interval's quantiles.
   std::vector<CgroupRunq> runq;
   object_->read_cgroup_runq(runq);
+  for (auto& [path, c] : cgroups) c.runq_read = true;
   std::map<std::string, CgroupRunq> runq_rows;
   for (const CgroupRunq& r : runq) {
     auto full = s.names.path(r.cgroup_id);
