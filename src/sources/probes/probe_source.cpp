@@ -178,7 +178,8 @@ std::vector<std::string> labels_of(const std::vector<probes::ResolvedProbe>& lis
 struct ProbeSource::Impl {
   SkeletonPtr<probe_bpf> skel{nullptr, probe_bpf::destroy};
   std::vector<UniqueFd> multi_links;  // uprobe_multi: per binary, one for entries, one for returns
-  std::vector<bpf_link*> links;       // perf-event uprobes (where uprobe_multi is not there) and USDT
+  // perf-event uprobes (where uprobe_multi is not there) and USDT; each detached when dropped
+  std::vector<std::unique_ptr<bpf_link, int (*)(bpf_link*)>> links;
   std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> ring{nullptr, ring_buffer__free};
   std::vector<std::string> names;  // by function index; PM_REQUEST_FUNC is "request"
   std::vector<uint32_t> indexes;   // the function indexes in use
@@ -203,7 +204,7 @@ struct ProbeSource::Impl {
         fd.reset();  // no thread: here, then
       }
     }
-    for (bpf_link* l : links) bpf_link__destroy(l);
+    links.clear();
     for (std::thread& t : closers) t.join();
   }
 
@@ -386,7 +387,7 @@ Status attach_each(ProbeSource::Impl& impl, const std::vector<probes::ResolvedPr
       bpf_program* prog = ret ? impl.skel->progs.call_return : impl.skel->progs.call_entry;
       bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, p.path.c_str(), p.offset, &opts);
       if (link == nullptr) return Error::from_errno(errno, "attaching a uprobe to " + p.function + " in " + p.path);
-      impl.links.push_back(link);
+      impl.links.emplace_back(link, bpf_link__destroy);
     }
   }
   return {};
@@ -418,7 +419,7 @@ Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& ta
         return Error::from_errno(errno, std::string("attaching to the USDT probe perf_monitor:") + name + " in " +
                                             target.usdt_binary);
       }
-      impl->links.push_back(link);
+      impl->links.emplace_back(link, bpf_link__destroy);
     }
     impl->indexes.push_back(PM_REQUEST_FUNC);
   }
