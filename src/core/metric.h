@@ -23,6 +23,8 @@ using TextLayout = void (*)(TextBlock&);
 // beside each disk. JSON and text show it; Prometheus leaves it out where the parts are there
 // (sum() over the parts gives it), so a sum over a label never counts twice.
 inline constexpr std::string_view kAllLabel = "all";
+// The labels whose breakdowns carry such a whole (per CPU, per device).
+inline bool has_whole(std::string_view label) { return label == "cpu" || label == "device"; }
 
 // Base units only: bytes, seconds, joules, celsius. kNone is a plain count; kPercent is only used
 // for ratios the core derives.

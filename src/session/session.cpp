@@ -217,6 +217,9 @@ class Session {
       case SIGCHLD:
         target_->reap();
         return;
+      case SIGWINCH:  // the terminal's own: the kernel tells its foreground processes, the command too
+        sink_->on_resize();
+        return;
       case SIGINT:
       case SIGTERM:
       case SIGHUP:

@@ -58,7 +58,8 @@ Result<UniqueFd> open_pidfd(int pid) {
 }  // namespace
 
 const std::vector<int>& session_signals() {
-  static const std::vector<int> signals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM};
+  static const std::vector<int> signals = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT, SIGCHLD,
+                                           SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH};
   return signals;
 }
 

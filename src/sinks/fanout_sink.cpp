@@ -38,6 +38,9 @@ class FanOutSink final : public Sink {
     }
     return true;
   }
+  void on_resize() override {
+    for (auto& s : sinks_) s->on_resize();
+  }
 
  private:
   std::vector<std::unique_ptr<Sink>> sinks_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sinks/format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -32,6 +33,19 @@ std::string labels_text(const Labels& labels) {
     s.append(k).append("=").append(v);
   }
   return s;
+}
+
+std::vector<std::pair<std::string, std::string>> by_reason(const std::vector<Unavailable>& list) {
+  std::vector<std::pair<std::string, std::string>> grouped;  // reason, sources
+  for (const Unavailable& u : list) {
+    auto it = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == u.reason; });
+    if (it == grouped.end()) {
+      grouped.emplace_back(u.reason, u.source);
+    } else {
+      it->second += ", " + u.source;
+    }
+  }
+  return grouped;
 }
 
 }  // namespace pm

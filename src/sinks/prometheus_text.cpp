@@ -181,7 +181,8 @@ void append_self(std::string& out, const SessionStatus& s, double render_seconds
 // whole without parts (a source that only knows the total) is kept.
 bool whole_beside_parts(const IntervalValue& v, const std::vector<const IntervalValue*>& series) {
   for (const auto& [key, value] : *v.labels) {
-    if (value != kAllLabel) continue;
+    // Only the breakdowns that have a whole: a process group named "all" is a group like any other.
+    if (value != kAllLabel || !has_whole(key)) continue;
     for (const IntervalValue* other : series) {
       for (const auto& [k, val] : *other->labels) {
         if (k == key && val != kAllLabel) return true;

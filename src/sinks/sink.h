@@ -57,6 +57,8 @@ class Sink {
   // monitoring as Ctrl-C does. One loop, no thread of its own.
   [[nodiscard]] virtual int input_fd() const { return -1; }
   virtual bool on_input() { return true; }
+  // The terminal changed size (SIGWINCH, read by the session like every signal).
+  virtual void on_resize() {}
 };
 
 // The report's formats; every write goes through `out`, which records a failure (the session

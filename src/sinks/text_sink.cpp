@@ -75,20 +75,6 @@ std::string slowest_requests(const RunInfo& info) {
   return s;
 }
 
-// One line per reason: six hardware events missing for one cause are one message.
-std::vector<std::pair<std::string, std::string>> by_reason(const std::vector<Unavailable>& list) {
-  std::vector<std::pair<std::string, std::string>> grouped;  // reason, sources
-  for (const Unavailable& u : list) {
-    auto it = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == u.reason; });
-    if (it == grouped.end()) {
-      grouped.emplace_back(u.reason, u.source);
-    } else {
-      it->second += ", " + u.source;
-    }
-  }
-  return grouped;
-}
-
 class TextSink final : public Sink {
   static constexpr int kEnd = 1 << 30;
 

@@ -20,6 +20,8 @@
 #include <fmt/format.h>
 
 #include "core/fd.h"
+#include "core/output.h"
+#include "sinks/format.h"
 #include "sinks/sink.h"
 #include "sinks/top_view_model.h"
 
@@ -77,18 +79,15 @@ class TopViewSink final : public Sink {
   // One line per reason, as the text output says them; in the help, and on standard error
   // once the terminal is back.
   void unavailable(const std::vector<Unavailable>& list) override {
-    std::vector<std::pair<std::string, std::string>> by_reason;  // reason, sources
     for (const Unavailable& u : list) {
       if (u.source == "top") model_.set_no_lists(u.reason);
-      auto it = std::find_if(by_reason.begin(), by_reason.end(), [&](const auto& g) { return g.first == u.reason; });
-      if (it == by_reason.end()) {
-        by_reason.emplace_back(u.reason, u.source);
-      } else {
-        it->second += ", " + u.source;
-      }
     }
-    for (const auto& [reason, sources] : by_reason)
-      unavailable_.push_back(fmt::format("{}: not available: {}", sources, reason));
+    for (const auto& [reason, sources] : by_reason(list)) {
+      std::string line = fmt::format("{}: not available: {}", sources, reason);
+      // Standard error that is not the terminal (a file, a pipe) is not captured: said now.
+      if (!saved_stderr_) say(line);
+      unavailable_.push_back(std::move(line));
+    }
     if (!unavailable_.empty())
       flash(fmt::format("{} not available here (h: which, and why)",
                         unavailable_.size() == 1 ? "a source is" : "sources are"));
@@ -109,6 +108,8 @@ class TopViewSink final : public Sink {
   }
 
   [[nodiscard]] int input_fd() const override { return screen_ != nullptr ? STDIN_FILENO : -1; }
+
+  void on_resize() override { draw(); }  // draw() takes the terminal's new size
 
   bool on_input() override {
     if (screen_ == nullptr) return true;
@@ -189,7 +190,7 @@ class TopViewSink final : public Sink {
     ::dup2(saved_stderr_.get(), STDERR_FILENO);
     saved_stderr_ = UniqueFd();
     std::string text = captured(0);
-    for (const std::string& u : unavailable_) say(u);
+    for (const std::string& u : unavailable_) say(u);  // held back while the view was up
     for (size_t at = 0; at < text.size();) {
       ssize_t n = ::write(STDERR_FILENO, text.data() + at, text.size() - at);
       if (n <= 0) break;

@@ -319,8 +319,8 @@ bool first_row_becomes(const Tmux& t, const std::function<bool(const std::string
       timeout);
 }
 
-void start_top(const Tmux& t, const std::string& extra = "") {
-  t.type(binary() + " top --interval 500ms" + extra);
+void start_top(const Tmux& t, const std::string& extra = "", const std::string& interval = "500ms") {
+  t.type(binary() + " top --interval " + interval + extra);
   t.keys("Enter");
 }
 
@@ -491,13 +491,14 @@ TEST(TopViewTerminal, SigtermRestoresTheTerminal) {
   });
 }
 
-// A pane made wider and taller is drawn at its new size: more columns, more rows.
+// A pane made wider and taller is drawn at its new size at once (SIGWINCH), not at the next
+// interval: more columns, more rows, seconds before the next interval is due.
 TEST(TopViewTerminal, ResizedPaneIsRedrawnAtItsNewSize) {
   PM_SKIP_UNLESS_RUNNABLE();
   Tmux t(80, 24);
   ASSERT_TRUE(t.error().empty()) << t.error();
-  start_top(t);
-  ASSERT_TRUE(t.wait_for([](const std::string& s) { return !table_of(s).rows.empty(); }, 15s)) << t.screen();
+  start_top(t, "", "8s");
+  ASSERT_TRUE(t.wait_for([](const std::string& s) { return !table_of(s).rows.empty(); }, 20s)) << t.screen();
   EXPECT_EQ(table_of(t.screen()).header_line.find("CGROUP"), std::string::npos);
   t.tmux("resize-window -t main -x 200 -y 50");
   EXPECT_TRUE(t.wait_for(
