@@ -149,7 +149,8 @@ Invocation parse_command_line(int argc, char** argv) {
     a->add_option("--cgroup-depth", cgroup_depth,
                   "Live mode: cgroups deeper than N count for their ancestor at depth N (default 2)")
         ->check(CLI::Range(0, 64));
-    a->add_flag("--threads", top_threads, "Live mode: a list of the busiest threads too");
+    a->add_flag("--threads", top_threads,
+                "Live mode: a list of the busiest threads too (a thread's RSS is its process's)");
     a->add_option("--prometheus-processes", prometheus_processes,
                   "With --prometheus: series per process group for processes whose name matches REGEX")
         ->type_name("REGEX");

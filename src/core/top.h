@@ -23,7 +23,7 @@ struct TopFigures {
   double read_bytes = 0, write_bytes = 0;  // storage I/O it caused
   double faults = 0;                // minor + major
   double switches = 0;              // voluntary + involuntary
-  std::optional<double> rss_bytes;  // now (absent: exited, or no memory of its own)
+  std::optional<double> rss_bytes;  // now (absent: exited, or no memory of its own); a thread: its process's
   void add(const TopFigures& o);
   [[nodiscard]] double cpu_s() const { return user_s + system_s; }
   [[nodiscard]] double key(TopSort sort) const;
@@ -33,8 +33,8 @@ struct TopProcess {
   int pid = 0;
   int tid = 0;  // threads view: the thread; else 0
   std::string comm;
-  std::string cgroup;  // its cgroup's path, as shown (cut at the depth limit)
-  bool exited = false;  // started or ended within the interval: its last figures
+  std::string cgroup;  // its cgroup's path, as shown (cut at the depth limit); empty: its cgroup is gone
+  bool exited = false;  // ended within the interval: its last figures
   bool kernel = false;  // a kernel thread
   TopFigures f;
 };
@@ -50,7 +50,7 @@ struct TopCgroup {
   std::optional<double> io_pressure_pct;
   std::optional<double> memory_pressure_pct;
   std::optional<double> runq_p50_s, runq_p99_s;  // its tasks' run-queue latency (eBPF)
-  bool runq_read = false;                         // whether it was read (no quantiles: no waits)
+  bool runq_read = false;  // timed: each of its cgroups holds a slot (no quantiles then: no waits)
 };
 
 struct TopRecord {
@@ -59,8 +59,9 @@ struct TopRecord {
   std::vector<TopProcess> processes;  // the first N by the sort key
   std::vector<TopProcess> threads;    // when asked for
   std::vector<TopCgroup> cgroups;     // the first N
-  uint64_t processes_seen = 0;        // processes with any activity in the interval (all, not only N)
-  uint64_t exits_dropped = 0;         // deaths the kernel side had no room for (since the start)
+  uint64_t processes_seen = 0;        // processes alive at the reading or ended in the interval: every
+                                      // row, not only the first N
+  uint64_t exits_dropped = 0;         // deaths the kernel side had no room for, in the interval
 };
 
 const char* to_string(TopSort sort);

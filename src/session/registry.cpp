@@ -188,6 +188,7 @@ Made make_top(SourceContext& ctx) {
   o.cgroup_depth = c.cgroup_depth;
   o.threads = c.top_threads || c.top_view;
   o.max_series = c.max_series;
+  o.hist_unit_ns = c.scheduler_hist_unit_ns;  // the kernel side buckets in it (SchedObject::load)
   if (!c.prometheus_processes.empty()) o.process_groups.emplace(c.prometheus_processes);
   return up(TopSource::create(*sched, std::move(o)));
 }

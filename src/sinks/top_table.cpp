@@ -33,7 +33,7 @@ std::string rss(const TopRow& r, double /*s*/) {
 
 std::string pid(const TopRow& r, double /*s*/) { return std::to_string(r.process->pid); }
 std::string tid(const TopRow& r, double /*s*/) { return std::to_string(r.process->tid); }
-// x: it started or ended within the interval (its last figures); k: a kernel thread.
+// x: it ended within the interval (its last figures); k: a kernel thread.
 std::string process_state(const TopRow& r, double /*s*/) {
   return r.process->exited ? "x" : r.process->kernel ? "k" : "";
 }
@@ -240,8 +240,8 @@ std::string top_tables_text(const TopRecord& top) {
   table(TopList::kThreads, "threads", top.threads.size(), [&](size_t i) { return TopRow{&top.threads[i], nullptr}; });
   table(TopList::kCgroups, "cgroups", top.cgroups.size(), [&](size_t i) { return TopRow{nullptr, &top.cgroups[i]}; });
   if (top.exits_dropped > 0) {
-    s += fmt::format("{:<9}note: {} processes ended without room to keep their last figures\n", s.empty() ? "top" : "",
-                     top.exits_dropped);
+    s += fmt::format("{:<9}note: {} processes ended in the interval without room to keep their last figures\n",
+                     s.empty() ? "top" : "", top.exits_dropped);
   }
   return s;
 }

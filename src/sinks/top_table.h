@@ -51,7 +51,7 @@ std::string short_percent(double pct);
 std::string short_time(double seconds);
 
 // The text output's tables: every list the record has, with every column, under a line that
-// says what they are ("top      processes by cpu: 214 active, the first 10").
+// says what they are ("top      processes by cpu: 214 processes, the first 10").
 std::string top_tables_text(const TopRecord& top);
 
 // Printable ASCII only: a process may name itself anything, escape sequences included.

@@ -74,11 +74,11 @@ const std::vector<std::string> kHelp = {
     "",
     "Per second of the interval: CPU% USR% SYS% on a CPU, RUNQ% runnable and",
     "waiting for a CPU, BLK% neither (over 100% with several threads); READ/s",
-    "WRITE/s storage I/O; FLT/s page faults; CSW/s context switches. RSS: now.",
-    "S: x started or ended within the interval, k kernel thread, + a cgroup at",
-    "the depth limit (its descendants count in it). A cgroup's own files:",
-    "CGCPU% its cpu.stat, PSCPU% PSIO% PSMEM% its pressure (some, avg10), RQP99",
-    "its run-queue latency p99. n/a: not available here.",
+    "WRITE/s storage I/O; FLT/s page faults; CSW/s context switches. RSS: now",
+    "(a thread: its process's). S: x ended within the interval, k kernel",
+    "thread, + a cgroup at the depth limit (its descendants count in it). A",
+    "cgroup's own files: CGCPU% its cpu.stat, PSCPU% PSIO% PSMEM% its pressure",
+    "(some, avg10), RQP99 its run-queue latency p99. n/a: not available here.",
     "",
     "Any key closes this help.",
 };
@@ -102,8 +102,8 @@ SystemFigures system_figures(const IntervalRecord& rec) {
             std::pair{"swap_total_bytes", &s.swap_total}, std::pair{"swap_free_bytes", &s.swap_free}}) {
         if (name == n) *field = v.value;
       }
-    } else if ((family == "sched" || family == "scheduler") && v.labels->empty()) {
-      // /proc/loadavg and /proc/stat's gauges (the family's name differs between versions).
+    } else if (family == "scheduler" && v.labels->empty()) {
+      // /proc/loadavg and /proc/stat's gauges.
       for (auto [n, field] :
            {std::pair{"load1", &s.load1}, std::pair{"load5", &s.load5}, std::pair{"load15", &s.load15},
             std::pair{"procs_running", &s.running}, std::pair{"procs_blocked", &s.blocked}}) {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -252,6 +253,150 @@ TEST_F(TopTest, ShortLivedProcessesAreCountedAndNamed) {
   EXPECT_GE(cpu, 0.95 * (truth - parent)) << "cpu.stat delta " << truth << ", the parent's " << parent;
 }
 
+TEST_F(TopTest, ProcessesThatLiveAcrossReadingsAreCountedOnce) {
+  // 40 processes of 150 ms of CPU each, two at a time, read every 100 ms: each lives across
+  // readings and dies between two, some of them while a reading is under way. No row may hold
+  // more than the interval's worth of one thread's CPU (a life counted again in one interval
+  // would), no process more than it spun over its rows, and the cgroup's rows sum to its
+  // cpu.stat.
+  TestCgroup d("L");
+  ASSERT_TRUE(d.ok());
+  RunningPm pm({"--format", "json", "--interval", "100ms", "--top", "100000", "--cgroup-depth", "1"});
+  std::this_thread::sleep_for(milliseconds(500));
+  double stat0 = d.cpu_stat_s();
+  pid_t storm = d.spawn({workload(), "shortlived", "40", "150", "pm-life"});
+  ::waitpid(storm, nullptr, 0);
+  double stat1 = d.cpu_stat_s();
+  std::this_thread::sleep_for(milliseconds(500));
+  Outcome o = pm.stop(SIGINT);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  std::map<int, double> per_pid;
+  double cgroup = 0;
+  for (const auto& rec : o.records) {
+    if (rec.value("type", "") != "interval" || !rec.contains("top")) continue;
+    const auto& t = rec["top"];
+    double seconds = rec["interval_s"];
+    for (const auto& p : t["processes"]) {
+      if (p["comm"] != "pm-life") continue;
+      per_pid[p["pid"].get<int>()] += cpu_of(p);
+      EXPECT_LE(cpu_of(p), 1.1 * seconds + 0.01) << "one thread, more than the interval's CPU: " << p.dump();
+    }
+    if (const auto* r = cgroup_row(t, d.path())) cgroup += cpu_of(*r);
+  }
+  EXPECT_GE(per_pid.size(), 38u);
+  for (const auto& [pid, cpu] : per_pid) EXPECT_LE(cpu, 0.15 * 1.05 + 0.01) << "pid " << pid;
+  double truth = stat1 - stat0;
+  EXPECT_NEAR(cgroup, truth, 0.05 * truth) << "cpu.stat delta " << truth;
+}
+
+TEST_F(TopTest, ANewCgroupsProcessesAreNeverCountedInTheRoot) {
+  // Cgroups made one after another while monitoring runs, a process in each at once: its rows
+  // name its own cgroup (the names are walked again when an id is new), never "/".
+  RunningPm pm({"--format", "json", "--interval", "200ms", "--top", "100000", "--cgroup-depth", "1"});
+  std::this_thread::sleep_for(milliseconds(500));
+  std::vector<std::unique_ptr<TestCgroup>> made;
+  std::map<int, std::string> cgroup_of;
+  for (int i = 0; i < 6; ++i) {
+    made.push_back(std::make_unique<TestCgroup>("new" + std::to_string(i)));
+    ASSERT_TRUE(made.back()->ok());
+    pid_t pid = made.back()->spawn({workload(), "spin", "250"});
+    cgroup_of[pid] = made.back()->path();
+    std::this_thread::sleep_for(milliseconds(150));
+  }
+  for (const auto& [pid, path] : cgroup_of) ::waitpid(pid, nullptr, 0);
+  std::this_thread::sleep_for(milliseconds(400));
+  Outcome o = pm.stop(SIGINT);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  std::set<int> seen;
+  for (const auto& t : tops(o)) {
+    for (const auto& p : t["processes"]) {
+      auto it = cgroup_of.find(p["pid"].get<int>());
+      if (it == cgroup_of.end() || p.value("comm", "") != "pm-workload") continue;
+      seen.insert(it->first);
+      EXPECT_EQ(p.value("cgroup", ""), it->second) << p.dump();
+    }
+  }
+  EXPECT_EQ(seen.size(), cgroup_of.size());
+}
+
+TEST_F(TopTest, CgroupRunQueueQuantilesAreInTheConfiguredUnit) {
+  // histogram_unit = "ms": two burners pinned to one CPU wait milliseconds. The cgroup row's
+  // p99 (an upper bucket bound) is at least the mean wait the kernel measured (the histogram's
+  // sum over its count, in ns whatever the unit), and its histogram says millisecond buckets, as
+  // the system's does.
+  std::string conf = scratch_dir() + "/pm-top-unit-" + std::to_string(::getpid()) + ".toml";
+  std::ofstream(conf) << "[scheduler]\nhistogram_unit = \"ms\"\n";
+  TestCgroup e("U");
+  ASSERT_TRUE(e.ok());
+  pid_t one = e.spawn({workload(), "spin", "20000"}, 0);
+  pid_t two = e.spawn({workload(), "spin", "20000"}, 0);
+  Outcome o = run_pm({"--config", conf, "--format", "json", "--interval", "1s", "--duration", "3500ms", "--top",
+                      "100000", "--cgroup-depth", "1"});
+  ::kill(one, SIGKILL);
+  ::kill(two, SIGKILL);
+  ::waitpid(one, nullptr, 0);
+  ::waitpid(two, nullptr, 0);
+  ::unlink(conf.c_str());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  int checked = 0;
+  for (const auto& r : o.records) {
+    if (r.value("type", "") != "interval" || !r.contains("top")) continue;
+    EXPECT_DOUBLE_EQ(r["scheduler"]["runq_latency_seconds"]["bucket_base"].get<double>(), 1e-3);
+    const auto* row = cgroup_row(r["top"], e.path());
+    if (row == nullptr || !r["cgroup"]["runq_latency_seconds"].contains(e.path())) continue;
+    const auto& h = r["cgroup"]["runq_latency_seconds"][e.path()];
+    EXPECT_DOUBLE_EQ(h["bucket_base"].get<double>(), 1e-3);
+    double count = h["count"], sum = h["sum"];
+    if (count < 10 || !row->contains("runq_p99_s")) continue;
+    EXPECT_GE((*row)["runq_p99_s"].get<double>(), sum / count) << row->dump() << " " << h.dump();
+    EXPECT_DOUBLE_EQ((*row)["runq_p99_s"].get<double>(), h["p99"].get<double>());
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
+}
+
+TEST_F(TopTest, ThreadsShowTheirProcessRssAndCgroup) {
+  TestCgroup e("W");
+  ASSERT_TRUE(e.ok());
+  pid_t proc = e.spawn({workload(), "threads", "3", "1500"});
+  Outcome o = run_pm({"--format", "json", "--interval", "500ms", "--duration", "1600ms", "--top", "100000",
+                      "--threads", "--cgroup-depth", "1"});
+  ::kill(proc, SIGKILL);
+  ::waitpid(proc, nullptr, 0);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  int threads = 0;
+  for (const auto& t : tops(o)) {
+    double rss = NAN;
+    for (const auto& p : t["processes"]) {
+      if (p["pid"] == proc && p.contains("rss_bytes")) rss = p["rss_bytes"];
+    }
+    if (!t.contains("threads")) continue;
+    for (const auto& th : t["threads"]) {
+      if (th["pid"] != proc) continue;
+      ++threads;
+      EXPECT_EQ(th.value("cgroup", ""), e.path()) << th.dump();
+      ASSERT_TRUE(th.contains("rss_bytes")) << th.dump();
+      if (!std::isnan(rss)) {
+        EXPECT_EQ(th["rss_bytes"].get<double>(), rss) << th.dump();
+      }
+    }
+  }
+  EXPECT_GE(threads, 3);
+}
+
+TEST_F(TopTest, NamesReachTheTerminalPrintable) {
+  // A process names itself with an escape sequence; so does a cgroup: the text output has none.
+  TestCgroup e("esc\x1b[2J");
+  ASSERT_TRUE(e.ok());
+  pid_t storm = e.spawn({workload(), "shortlived", "20", "50", "pm-\x1b[2Jx"});
+  Outcome o = run_pm({"--format", "text", "--interval", "500ms", "--duration", "1600ms", "--top", "5",
+                      "--cgroup-depth", "1", "--prometheus-processes", "^pm-"});
+  ::waitpid(storm, nullptr, 0);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("pm-?[2Jx"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find('\x1b'), std::string::npos) << o.out;
+}
+
 TEST_F(TopTest, IdleCgroupShowsNoRunQueueWait) {
   TestCgroup s("S");
   ASSERT_TRUE(s.ok());
@@ -349,6 +494,15 @@ TEST_F(TopTest, ManyCgroupsStayWithinTheDepthAndSeriesBounds) {
   }
   auto values = parse_exposition(text);
   EXPECT_GT(values["perf_monitor_top_dropped_series_total"], 0);
+  EXPECT_EQ(values.count("perf_monitor_top_runq_cgroups_over_total"), 1u) << "counted, if none so far";
+  // The run-queue histograms too: only the rows kept.
+  std::set<std::string> with_hist;
+  for (const auto& [series, value] : values) {
+    if (series.rfind("perf_monitor_cgroup_runq_latency_seconds_count{", 0) != 0) continue;
+    auto at = series.find("cgroup=\"") + 8;
+    with_hist.insert(series.substr(at, series.find('"', at) - at));
+  }
+  EXPECT_LE(with_hist.size(), 100u);
   EXPECT_NE(text.find("group=\"pm-workload\""), std::string::npos) << "the opted-in process group";
   EXPECT_EQ(text.find("pid=\""), std::string::npos) << "a PID label";
   std::string report;

@@ -97,5 +97,14 @@ TEST(TopTable, TextTablesListEveryRowUnderWhatTheyAre) {
   EXPECT_EQ(printable("a\x1b[2Jb\xff"), "a?[2Jb?");
 }
 
+TEST(TopTable, DroppedExitsAreTheIntervalsOnlyNote) {
+  auto r = record();
+  EXPECT_EQ(top_tables_text(*r).find("note:"), std::string::npos);
+  r->exits_dropped = 3;  // the interval's (TopRecord), as the JSON's top.exits_dropped
+  std::string s = top_tables_text(*r);
+  EXPECT_NE(s.find("note: 3 processes ended in the interval without room"), std::string::npos) << s;
+  EXPECT_EQ(s.find("top", 1), std::string::npos) << "one top section: " << s;
+}
+
 }  // namespace
 }  // namespace pm

@@ -182,7 +182,7 @@ TEST(TopView, SaysWhyThereAreNoLists) {
 
 TEST(TopView, SystemBlockFromTheIntervalRecordNaWhereNotRead) {
   static const MetricDesc util{"cpu", "utilisation_percent", MetricKind::kGauge, Unit::kPercent, ""};
-  static const MetricDesc load1{"sched", "load1", MetricKind::kGauge, Unit::kNone, ""};
+  static const MetricDesc load1{"scheduler", "load1", MetricKind::kGauge, Unit::kNone, ""};
   static const MetricDesc stall{"pressure", "stall_seconds", MetricKind::kCounter, Unit::kSeconds, ""};
   static const Labels idle{{"cpu", "all"}, {"mode", "idle"}}, user{{"cpu", "all"}, {"mode", "user"}},
       cpu0{{"cpu", "0"}, {"mode", "user"}}, none{}, io_some{{"resource", "io"}, {"kind", "some"}};

@@ -146,10 +146,11 @@ void SchedObject::take_exited(std::vector<std::pair<pm_process_key, pm_exited>>&
   }
 }
 
-void SchedObject::read_cgroup_runq(std::vector<CgroupRunq>& out) const {
+bool SchedObject::read_cgroup_runq(std::vector<CgroupRunq>& out) const {
   out.clear();
   const Impl& m = *impl_;
-  __u32 slots = std::min<__u32>(m.skel->bss->next_slot, PM_MAX_CGROUP_SLOTS);
+  __u32 handed = m.skel->bss->next_slot;  // slots asked for so far, also those refused
+  __u32 slots = std::min<__u32>(handed, PM_MAX_CGROUP_SLOTS);
   std::vector<pm_cgroup_runq> per_cpu(static_cast<size_t>(libbpf_num_possible_cpus()));
   for (__u32 slot = 1; slot <= slots; ++slot) {
     __u64 id = 0;
@@ -165,6 +166,7 @@ void SchedObject::read_cgroup_runq(std::vector<CgroupRunq>& out) const {
     }
     out.push_back(std::move(r));
   }
+  return handed <= PM_MAX_CGROUP_SLOTS;
 }
 
 std::pair<uint64_t, uint64_t> SchedObject::top_losses() const {

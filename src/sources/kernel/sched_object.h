@@ -62,8 +62,10 @@ class SchedObject {
   // The final figures of the processes whose tasks died since the last call, per process (taken:
   // each death is handed over once).
   void take_exited(std::vector<std::pair<pm_process_key, pm_exited>>& out);
-  // Run-queue latency per cgroup (cgroup_depth), running totals.
-  void read_cgroup_runq(std::vector<CgroupRunq>& out) const;
+  // Run-queue latency per cgroup (cgroup_depth), running totals, one entry per cgroup that holds
+  // a slot. Returns whether every cgroup seen so far got one (else those without are not timed:
+  // their switch-ins count in top_losses().second).
+  bool read_cgroup_runq(std::vector<CgroupRunq>& out) const;
   // Deaths that found no room in the exited map, and switch-ins of cgroups beyond the slots.
   [[nodiscard]] std::pair<uint64_t, uint64_t> top_losses() const;
   [[nodiscard]] bool tracks_all() const;

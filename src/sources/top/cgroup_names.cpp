@@ -29,11 +29,15 @@ void CgroupNames::walk() {
 std::optional<std::string> CgroupNames::path(uint64_t id) {
   auto it = paths_.find(id);
   if (it != paths_.end()) return it->second;
-  if (std::chrono::steady_clock::now() - walked_ < std::chrono::seconds(1)) return std::nullopt;
+  auto now = std::chrono::steady_clock::now();
+  if (unknown_.size() > 65536) unknown_.clear();  // bounded: an id forgotten here costs one more walk
+  auto [u, first] = unknown_.try_emplace(id, now);
+  if (!first && walked_ > u->second) return std::nullopt;  // a walk since it was first asked for: gone
   walk();
   it = paths_.find(id);
-  if (it != paths_.end()) return it->second;
-  return std::nullopt;
+  if (it == paths_.end()) return std::nullopt;
+  unknown_.erase(id);
+  return it->second;
 }
 
 std::string cut_cgroup_path(const std::string& path, int depth) {

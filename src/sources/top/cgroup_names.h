@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Cgroup ids (what the kernel side reports) to paths in the v2 hierarchy, by walking it: on v2 a
-// cgroup's id is its directory's inode. Walked again when an id is unknown (a cgroup made since),
-// at most once a second.
+// cgroup's id is its directory's inode. Walked again at once when an id is unknown and the last
+// walk is older than the first time it was asked for (a cgroup made since): each unknown id costs
+// one walk at most, and ids asked for together share it. An id still unknown after a walk that
+// began after it was first asked for is gone (ids are never reused).
 #pragma once
 
 #include <chrono>
@@ -15,7 +17,8 @@ namespace pm {
 class CgroupNames {
  public:
   explicit CgroupNames(std::string mount);
-  // The path of a cgroup ("/", "/system.slice/cron.service"); absent when unknown even after a walk.
+  // The path of a cgroup ("/", "/system.slice/cron.service"); absent when unknown even after a walk
+  // (the cgroup is gone).
   std::optional<std::string> path(uint64_t id);
   [[nodiscard]] const std::string& mount() const { return mount_; }
 
@@ -24,6 +27,8 @@ class CgroupNames {
   std::string mount_;
   std::unordered_map<uint64_t, std::string> paths_;
   std::chrono::steady_clock::time_point walked_{};
+  // Ids asked for and not found: when first asked for.
+  std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> unknown_;
 };
 
 // The first `depth` components of a cgroup path ("/a/b/c", 2 -> "/a/b"); the root stays "/".

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sources/top/top_source.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <linux/types.h>
 
@@ -14,15 +16,22 @@
 #include "core/aggregator.h"
 #include "core/cgroup.h"
 #include "core/file_reader.h"
+#include "core/output.h"
 #include "core/text.h"
 #include "core/text_layout.h"
 #include "scheduler.h"
+#include "sinks/top_table.h"
 
 namespace pm {
 namespace {
 
 using K = MetricKind;
-constexpr double kMicro = 1e-6;
+constexpr double kMicro = 1e-6;  // the default histogram unit; TopSource sets its own (hist_unit_ns)
+// Readings a process with neither a live task nor a death seen is kept for: its last task may be
+// between its exit and its final switch (the iterator skips it, its figures are not in the exited
+// map yet), or have died between the taking of the deaths and the iterator; its death then comes
+// with the next reading, and its figures count from the last ones seen, not from zero.
+constexpr int kAbsentReadings = 2;
 
 void top_text(TextBlock& b);
 
@@ -78,16 +87,22 @@ const MetricDesc kCgroupRunqHist =
                         {},
                         kMicro,
                         true});
-const MetricDesc kDropped = shown_by(top_text, {"top", "dropped_series", K::kCounter, Unit::kNone,
-                                                "Cgroup and process-group rows not exported: over --max-series"});
+const MetricDesc kDropped =
+    shown_by(top_text, {"top", "dropped_series", K::kCounter, Unit::kNone,
+                        "Cgroup and process-group rows not exported (over --max-series), each interval's summed"});
 const MetricDesc kExitsDropped =
     shown_by(top_text, {"top", "exits_dropped", K::kCounter, Unit::kNone,
                         "Processes that ended without room to keep their last figures (kernel map full)"});
+const MetricDesc kCgroupsOver =
+    shown_by(top_text, {"top", "runq_cgroups_over", K::kCounter, Unit::kNone,
+                        "Switch-ins whose run-queue wait was not timed per cgroup: their cgroup got no slot "
+                        "(over 1,024 cgroups in the run)"});
+static_assert(PM_MAX_CGROUP_SLOTS == 1024, "the description above says how many");
 
 // One line per cgroup and per process group, what its tasks did:
 // cgroup   /system.slice: CPU 12.3% (user 10.1%, system 2.2%)  run queue 3 ms/s  blocked 1.20 s/s  ...
 // group    postgres: ...
-// and, when rows or exits could not be kept, a note under "top".
+// and, when rows, exits or run-queue waits could not be kept, a note under "top".
 void top_rows(TextBlock& b, const char* section, const char* key, const MetricDesc& user, const MetricDesc& system,
               const MetricDesc& runq, const MetricDesc& blocked, const MetricDesc& read, const MetricDesc& write,
               const MetricDesc& faults, const MetricDesc& switches, const MetricDesc& procs, const MetricDesc& rss,
@@ -106,7 +121,8 @@ void top_rows(TextBlock& b, const char* section, const char* key, const MetricDe
     const Shown* rs = b.take(rss, l);
     const Shown* h = hist != nullptr ? b.take(*hist, l) : nullptr;
     double sys_rate = sy != nullptr ? sy->rate : 0;
-    std::string s = fmt::format("{}: CPU {} (user {}, system {})", name, percent(100 * (u->rate + sys_rate)),
+    // printable(): a process names itself (prctl), and so do cgroups: no escape sequences through.
+    std::string s = fmt::format("{}: CPU {} (user {}, system {})", printable(name), percent(100 * (u->rate + sys_rate)),
                                 percent(100 * u->rate), sy != nullptr ? percent(100 * sy->rate) : "n/a");
     if (rq != nullptr && bl != nullptr) {
       s += fmt::format("  run queue {}/s  blocked {}/s", human_time(rq->rate), human_time(bl->rate));
@@ -138,12 +154,22 @@ void top_text(TextBlock& b) {
   top_rows(b, "group", "group", kGroupUser, kGroupSystem, kGroupRunq, kGroupBlocked, kGroupRead, kGroupWrite,
            kGroupFaults, kGroupSwitches, kGroupProcs, kGroupRss, nullptr, kSelf - 30);
   const Shown* dropped = b.take(kDropped);
+  // An interval's dropped exits are in its tables' note (sinks/top_table.cpp), with the same
+  // number (the interval's): said once. The summary has no tables.
   const Shown* exits = b.take(kExitsDropped);
+  if (!b.summary()) exits = nullptr;
+  const Shown* over = b.take(kCgroupsOver);
   std::string note;
-  if (dropped != nullptr && dropped->value > 0)
-    note += human_count(dropped->value) + " rows over --max-series left out";
+  auto add = [&](const std::string& part) { note += (note.empty() ? "" : ", ") + part; };
+  if (dropped != nullptr && dropped->value > 0) {
+    // A row left out in several intervals counts in each (the summary's figure sums them).
+    add(human_count(dropped->value) + (b.summary() ? " row-intervals" : " rows") + " over --max-series left out");
+  }
   if (exits != nullptr && exits->value > 0) {
-    note += (note.empty() ? "" : ", ") + human_count(exits->value) + " ended processes without room for their figures";
+    add(human_count(exits->value) + " ended processes without room for their figures");
+  }
+  if (over != nullptr && over->value > 0) {
+    add(human_count(over->value) + " switch-ins of cgroups beyond the 1,024 timed per cgroup not timed");
   }
   if (!note.empty()) b.item(kSelf - 5, "top", "note: " + note);
 }
@@ -225,6 +251,7 @@ struct TopSource::State {
     Totals last;   // the totals at the previous reading
     bool seen = false;
     bool kernel = false;
+    int absent = 0;  // readings in a row with neither a live task nor a death of it
     std::string comm;
     uint64_t cgroup_id = 0;
   };
@@ -242,19 +269,40 @@ struct TopSource::State {
     double user = 0, system = 0;
   };
   std::map<std::string, Row> cgroup_rows, group_rows;
-  std::map<std::string, double> cpu_stat_last;  // cgroup path -> cpu.stat usage_usec at the last reading
-  std::map<std::string, std::vector<uint64_t>> runq_last;  // row -> histogram at the last interval
+  // cgroup path -> cpu.stat usage at a reading, and which reading (a delta only from the one before).
+  struct CpuStat {
+    double usage = 0;
+    uint64_t reading = 0;
+  };
+  std::map<std::string, CpuStat> cpu_stat_last;
+  // Run-queue latency: per cgroup id, the kernel's running totals at the last reading; per row,
+  // running sums of the ids' increases (monotonic: a removed cgroup takes nothing back).
+  struct Runq {
+    uint64_t count = 0, ns = 0;
+    std::vector<uint64_t> hist;
+  };
+  std::map<uint64_t, Runq> runq_ids;
+  std::map<std::string, Runq> runq_rows;
   std::vector<pm_task> live;
-  std::vector<std::pair<pm_process_key, pm_exited>> exited;
+  std::vector<std::pair<pm_process_key, pm_exited>> exited;  // taken, not yet counted
+  std::vector<std::pair<pm_process_key, pm_exited>> taken;
   FileReader reader;
   MonoClock::time_point last_read{};
+  // CLOCK_MONOTONIC (the kernel's start_time clock) before each of the last two reads.
+  uint64_t last_read_ns = 0, read_ns_before = 0;
+  uint64_t readings = 0;      // successful readings so far
+  bool read_failed = false;   // said once
   std::shared_ptr<TopRecord> record;
   uint64_t dropped = 0;
+  uint64_t exits_dropped_last = 0;
+  MetricDesc runq_hist = kCgroupRunqHist;  // in the configured unit
   explicit State(std::string mount) : names(std::move(mount)) {}
 };
 
 TopSource::TopSource(std::shared_ptr<SchedObject> object, TopOptions options, std::string mount)
-    : object_(std::move(object)), opts_(std::move(options)), state_(std::make_unique<State>(std::move(mount))) {}
+    : object_(std::move(object)), opts_(std::move(options)), state_(std::make_unique<State>(std::move(mount))) {
+  state_->runq_hist.bucket_base = static_cast<double>(opts_.hist_unit_ns) * 1e-9;
+}
 TopSource::~TopSource() = default;
 
 Result<std::unique_ptr<TopSource>> TopSource::create(std::shared_ptr<SchedObject> object, TopOptions options) {
@@ -275,7 +323,6 @@ namespace {
 
 // "some avg10=1.23 avg60=..." -> 1.23
 std::optional<double> pressure_avg10(std::string_view text) {
-  for_each_line(text, [](std::string_view) {});
   size_t at = text.find("some avg10=");
   if (at == std::string_view::npos) return std::nullopt;
   std::string_view rest = text.substr(at + 11);
@@ -293,18 +340,44 @@ std::optional<double> cpu_stat_usage_s(std::string_view text) {
 
 }  // namespace
 
+uint64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 void TopSource::collect(Samples& out) {
   State& s = *state_;
+  // The dead first, then the living: a task that dies in between is counted in the next reading.
+  // Deaths taken are kept until a reading succeeds: a failed one loses none, and its interval
+  // joins the next (whose figures are divided by both).
+  object_->take_exited(s.taken);
+  s.exited.insert(s.exited.end(), s.taken.begin(), s.taken.end());
+  uint64_t read_ns = monotonic_ns();
+  if (auto st = object_->read_all(s.live); !st) {
+    if (!s.read_failed) say("the top lists could not read the tasks (" + st.error().message + "); trying again");
+    s.read_failed = true;
+    return;
+  }
   auto now = MonoClock::now();
   double seconds = s.last_read == MonoClock::time_point{} ? 0 : std::chrono::duration<double>(now - s.last_read).count();
   s.last_read = now;
-  // The dead first, then the living: a task that dies in between is counted in the next reading.
-  object_->take_exited(s.exited);
-  if (!object_->read_all(s.live)) return;
+  // A process that began after the reading before the last one could not have been counted yet
+  // unless it has state (kept for kAbsentReadings readings after it was last seen).
+  // (Right after the baseline: the baseline, what began before it is not the run's.)
+  uint64_t never_counted_after = s.read_ns_before != 0 ? s.read_ns_before : s.last_read_ns;
+  s.read_ns_before = s.last_read_ns;
+  s.last_read_ns = read_ns;
+  ++s.readings;
 
   auto rec = std::make_shared<TopRecord>();
   rec->seconds = seconds;
   rec->sort = opts_.sort;
+  auto cgroup_of = [&](uint64_t id) -> std::optional<std::string> {
+    auto full = s.names.path(id);
+    if (!full) return std::nullopt;  // gone (removed since): the row is no cgroup's, never the root's
+    return cut_cgroup_path(*full, opts_.cgroup_depth);
+  };
 
   // Live tasks, per process; a runnable task's blocked time is the one it had when it last slept.
   std::map<ProcessKey, Totals> live_totals;
@@ -312,6 +385,10 @@ void TopSource::collect(Samples& out) {
   std::map<ProcessKey, const pm_task*> leader;
   std::map<ProcessKey, State::Task> tasks_now;
   std::vector<TopProcess> threads;
+  auto rss_of = [&](const pm_task& t) {
+    return static_cast<double>(t.rss_pages[PM_RSS_FILE] + t.rss_pages[PM_RSS_ANON] + t.rss_pages[PM_RSS_SHMEM]) *
+           s.page_size;
+  };
   for (const pm_task& t : s.live) {
     ProcessKey pk{t.tgid, t.leader_start_ns}, tk{t.pid, t.start_ns};
     Totals tt;
@@ -325,20 +402,20 @@ void TopSource::collect(Samples& out) {
       TopProcess row{static_cast<int>(t.tgid), static_cast<int>(t.pid), std::string(t.comm, strnlen(t.comm, 16))};
       row.f = delta(tt, prev->second.last);
       row.kernel = (t.flags & PM_TASK_KTHREAD) != 0;
+      // A thread's memory is its process's (one mm): its RSS is the process's.
+      if (t.flags & PM_TASK_HAS_MM) row.f.rss_bytes = rss_of(t);
+      row.cgroup = cgroup_of(t.cgroup_id).value_or("");
       threads.push_back(std::move(row));
     }
     live_totals[pk].add(tt);
-    if ((t.flags & PM_TASK_HAS_MM) && rss.count(pk) == 0) {
-      rss[pk] = static_cast<double>(t.rss_pages[PM_RSS_FILE] + t.rss_pages[PM_RSS_ANON] + t.rss_pages[PM_RSS_SHMEM]) *
-                s.page_size;
-    }
+    if ((t.flags & PM_TASK_HAS_MM) && rss.count(pk) == 0) rss[pk] = rss_of(t);
     if (t.pid == t.tgid || leader.count(pk) == 0) leader[pk] = &t;
   }
   s.tasks = std::move(tasks_now);
 
   // Deaths: a live process's dead threads add to its `dead`; a process with no live task left has
-  // ended, and this is its last interval.
-  std::map<ProcessKey, Totals> ended;
+  // ended, and this is its last interval (a thread of it that dies later adds a row of its own).
+  std::set<ProcessKey> ended;
   for (const auto& [k, e] : s.exited) {
     ProcessKey pk{k.tgid, k.leader_start_ns};
     State::Process& p = s.processes[pk];
@@ -347,16 +424,23 @@ void TopSource::collect(Samples& out) {
     p.dead.add(d);
     if (p.comm.empty()) p.comm = std::string(e.comm, strnlen(e.comm, 16));
     if (p.cgroup_id == 0) p.cgroup_id = e.cgroup_id;
-    if (live_totals.count(pk) == 0) ended[pk] = p.dead;
+    if (live_totals.count(pk) == 0) ended.insert(pk);
   }
+  s.exited.clear();
 
   // Per process: the interval's figures, and the rows they add to (its cgroup at the depth limit,
   // its named group).
   std::vector<TopProcess> rows;
   std::map<std::string, TopCgroup> cgroups;
+  std::map<std::string, std::set<uint64_t>> cgroup_ids;  // the cgroups whose processes a row holds
   std::map<std::string, TopFigures> groups;
   std::map<std::string, int> group_procs;
-  auto add_row = [&](const ProcessKey& pk, State::Process& p, const Totals& now_totals, bool gone) {
+  auto add_row = [&](const ProcessKey& pk, State::Process& p, const Totals& now_totals, bool gone) -> TopProcess* {
+    // A process not seen before counts from zero only when it began after the reading before
+    // the last: none of its figures counted yet (a reading that saw it left state, still kept).
+    // One that began earlier was there, unseen, or forgotten: what it did before is unknown here,
+    // so no row for this interval, its figures from now on.
+    bool known = p.seen || pk.start >= never_counted_after;
     TopFigures f = delta(now_totals, p.seen ? p.last : Totals{});
     if (p.seen) {
       p.last.at_least(now_totals);
@@ -364,22 +448,27 @@ void TopSource::collect(Samples& out) {
       p.last = now_totals;
     }
     p.seen = true;
+    p.absent = 0;
     if (auto r = rss.find(pk); r != rss.end()) f.rss_bytes = r->second;
-    if (seconds == 0) return;  // the baseline reading
+    if (seconds == 0 || !known) return nullptr;  // the baseline reading, or no baseline for it
     TopProcess row{static_cast<int>(pk.tgid), 0, p.comm};
     row.exited = gone;
     row.f = f;
-    row.cgroup = cut_cgroup_path(s.names.path(p.cgroup_id).value_or("/"), opts_.cgroup_depth);
-    TopCgroup& c = cgroups[row.cgroup];
-    c.path = row.cgroup;
-    c.with_descendants = cgroup_depth_of(row.cgroup) >= opts_.cgroup_depth;
-    c.f.add(f);
-    if (!gone) ++c.processes;
+    if (auto path = cgroup_of(p.cgroup_id)) {
+      row.cgroup = *path;
+      TopCgroup& c = cgroups[row.cgroup];
+      c.path = row.cgroup;
+      c.with_descendants = cgroup_depth_of(row.cgroup) >= opts_.cgroup_depth;
+      c.f.add(f);
+      if (!gone) ++c.processes;
+      cgroup_ids[row.cgroup].insert(p.cgroup_id);
+    }
     if (opts_.process_groups && std::regex_search(p.comm, *opts_.process_groups)) {
       groups[p.comm].add(f);
       if (!gone) ++group_procs[p.comm];
     }
     rows.push_back(std::move(row));
+    return &rows.back();
   };
   for (auto& [pk, totals] : live_totals) {
     State::Process& p = s.processes[pk];
@@ -390,61 +479,80 @@ void TopSource::collect(Samples& out) {
     }
     Totals now_totals = totals;
     now_totals.add(p.dead);
-    add_row(pk, p, now_totals, false);
-    if (!rows.empty()) rows.back().kernel = p.kernel;
+    if (TopProcess* row = add_row(pk, p, now_totals, false)) row->kernel = p.kernel;
   }
-  for (auto& [pk, totals] : ended) {
-    add_row(pk, s.processes[pk], totals, true);
-    s.processes.erase(pk);
+  for (const ProcessKey& pk : ended) {
+    State::Process& p = s.processes[pk];
+    add_row(pk, p, p.dead, true);
   }
-  // Processes that vanished without a death seen (the kernel map was full): forget them.
+  // Processes with neither a live task nor a death this reading: ended earlier (a thread of it
+  // may still be on its way out), or its last task is; kept a while, then forgotten.
   for (auto it = s.processes.begin(); it != s.processes.end();) {
-    it = live_totals.count(it->first) == 0 ? s.processes.erase(it) : std::next(it);
+    bool here = live_totals.count(it->first) != 0 || ended.count(it->first) != 0;
+    if (!here && ++it->second.absent > kAbsentReadings) {
+      it = s.processes.erase(it);
+    } else {
+      ++it;
+    }
   }
 
-  // The cgroups' own files.
+  // The cgroups' own files. cpu.stat's increase only over this interval: from the reading just
+  // before (a row absent meanwhile has no figure this time).
   const std::string& mount = s.names.mount();
   for (auto& [path, c] : cgroups) {
     std::string dir = mount + (path == "/" ? "" : path);
     if (auto text = s.reader.read(dir + "/cpu.stat")) {
       if (auto usage = cpu_stat_usage_s(*text)) {
-        auto last = s.cpu_stat_last.find(path);
-        if (last != s.cpu_stat_last.end()) c.cpu_stat_s = std::max(0.0, *usage - last->second);
-        s.cpu_stat_last[path] = *usage;
+        State::CpuStat& last = s.cpu_stat_last[path];
+        if (last.reading + 1 == s.readings) c.cpu_stat_s = std::max(0.0, *usage - last.usage);
+        last = {*usage, s.readings};
       }
     }
     if (auto t = s.reader.read(dir + "/cpu.pressure")) c.cpu_pressure_pct = pressure_avg10(*t);
     if (auto t = s.reader.read(dir + "/io.pressure")) c.io_pressure_pct = pressure_avg10(*t);
     if (auto t = s.reader.read(dir + "/memory.pressure")) c.memory_pressure_pct = pressure_avg10(*t);
   }
-  // Run-queue latency per cgroup: the kernel keeps it per cgroup, a row is its cgroup and, at the
-  // depth limit, its descendants. Running totals per row, and the interval's quantiles.
-  std::vector<CgroupRunq> runq;
-  object_->read_cgroup_runq(runq);
-  for (auto& [path, c] : cgroups) c.runq_read = true;
-  std::map<std::string, CgroupRunq> runq_rows;
-  for (const CgroupRunq& r : runq) {
-    auto full = s.names.path(r.cgroup_id);
-    if (!full) continue;
-    std::string path = cut_cgroup_path(*full, opts_.cgroup_depth);
-    if (path != *full && cgroup_depth_of(path) < opts_.cgroup_depth) continue;  // a row of its own would hold it
-    CgroupRunq& row = runq_rows[path];
-    row.hist.resize(r.hist.size());
-    row.count += r.count;
-    row.ns += r.ns;
-    for (size_t b = 0; b < r.hist.size(); ++b) row.hist[b] += r.hist[b];
+  for (auto it = s.cpu_stat_last.begin(); it != s.cpu_stat_last.end();) {
+    it = it->second.reading != s.readings ? s.cpu_stat_last.erase(it) : std::next(it);
   }
-  for (auto& [path, r] : runq_rows) {
-    auto& last = s.runq_last[path];
-    std::vector<uint64_t> iv(r.hist.size());
-    for (size_t b = 0; b < r.hist.size(); ++b) iv[b] = r.hist[b] - (b < last.size() ? std::min(last[b], r.hist[b]) : 0);
-    last = r.hist;
-    auto it = cgroups.find(path);
-    if (it != cgroups.end()) {
-      double p50 = log2_quantile(iv, 0.5, kMicro), p99 = log2_quantile(iv, 0.99, kMicro);
-      if (!std::isnan(p50)) it->second.runq_p50_s = p50;
-      if (!std::isnan(p99)) it->second.runq_p99_s = p99;
+
+  // Run-queue latency per cgroup: the kernel keeps it per cgroup (a slot each, while slots last),
+  // a row is its cgroup and, at the depth limit, its descendants. Per id, the increase since the
+  // last reading; per row, their sum: the interval's quantiles.
+  std::vector<CgroupRunq> runq;
+  bool all_slotted = object_->read_cgroup_runq(runq);
+  std::map<std::string, State::Runq> runq_iv;
+  std::set<uint64_t> slotted;
+  std::map<uint64_t, State::Runq> ids_now;
+  for (const CgroupRunq& r : runq) {
+    auto path = cgroup_of(r.cgroup_id);
+    if (!path) continue;  // removed: what it had is counted already, and it gets no more
+    slotted.insert(r.cgroup_id);
+    State::Runq& now_id = ids_now[r.cgroup_id];
+    now_id = {r.count, r.ns, r.hist};
+    auto last = s.runq_ids.find(r.cgroup_id);
+    State::Runq& iv = runq_iv[*path];
+    iv.hist.resize(r.hist.size());
+    auto up = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
+    bool had = last != s.runq_ids.end();
+    iv.count += up(r.count, had ? last->second.count : 0);
+    iv.ns += up(r.ns, had ? last->second.ns : 0);
+    for (size_t b = 0; b < r.hist.size(); ++b) {
+      iv.hist[b] += up(r.hist[b], had && b < last->second.hist.size() ? last->second.hist[b] : 0);
     }
+  }
+  s.runq_ids = std::move(ids_now);
+  for (auto& [path, c] : cgroups) {
+    // Read when each of its cgroups holds a slot, or none was refused one (then a cgroup without
+    // a slot had no task switch in): no quantiles then means no waits ("-"), else n/a.
+    c.runq_read = all_slotted || std::all_of(cgroup_ids[path].begin(), cgroup_ids[path].end(),
+                                             [&](uint64_t id) { return slotted.count(id) != 0; });
+    auto it = runq_iv.find(path);
+    if (!c.runq_read || it == runq_iv.end()) continue;
+    double p50 = log2_quantile(it->second.hist, 0.5, s.runq_hist.bucket_base);
+    double p99 = log2_quantile(it->second.hist, 0.99, s.runq_hist.bucket_base);
+    if (!std::isnan(p50)) c.runq_p50_s = p50;
+    if (!std::isnan(p99)) c.runq_p99_s = p99;
   }
 
   // Metrics: per cgroup and per group, each bounded by --max-series (the busiest first).
@@ -487,13 +595,22 @@ void TopSource::collect(Samples& out) {
     int procs = is_cgroup ? cgroups[name].processes : group_procs[name];
     add(kCgroupProcs, kGroupProcs, procs);
     if (f->rss_bytes) add(kCgroupRss, kGroupRss, *f->rss_bytes);
+    // The row's run-queue histogram: a running sum of its intervals, as its other counters.
+    auto iv = runq_iv.find(name);
+    if (!is_cgroup || iv == runq_iv.end() || !cgroups[name].runq_read) continue;
+    State::Runq& total = s.runq_rows[name];
+    total.count += iv->second.count;
+    total.ns += iv->second.ns;
+    total.hist.resize(std::max(total.hist.size(), iv->second.hist.size()));
+    for (size_t b = 0; b < iv->second.hist.size(); ++b) total.hist[b] += iv->second.hist[b];
+    out.push_back({&s.runq_hist, l, static_cast<double>(total.ns) * 1e-9, total.hist});
   }
-  for (const auto& [path, r] : runq_rows) {
-    if (cgroups.count(path) == 0) continue;
-    out.push_back({&kCgroupRunqHist, {{"cgroup", path}}, static_cast<double>(r.ns) * 1e-9, r.hist});
-  }
+  auto [exits_dropped, cgroups_over] = object_->top_losses();
   out.push_back({&kDropped, {}, static_cast<double>(s.dropped)});
-  out.push_back({&kExitsDropped, {}, static_cast<double>(object_->top_losses().first)});
+  out.push_back({&kExitsDropped, {}, static_cast<double>(exits_dropped)});
+  out.push_back({&kCgroupsOver, {}, static_cast<double>(cgroups_over)});
+  uint64_t exits_in_interval = exits_dropped - std::min(exits_dropped, s.exits_dropped_last);
+  s.exits_dropped_last = exits_dropped;
 
   if (seconds == 0) return;
   // The lists: the first N by the sort key.
@@ -508,7 +625,7 @@ void TopSource::collect(Samples& out) {
   std::sort(threads.begin(), threads.end(), by_key);
   if (opts_.count > 0 && static_cast<int>(threads.size()) > opts_.count) threads.resize(static_cast<size_t>(opts_.count));
   rec->threads = std::move(threads);
-  rec->exits_dropped = object_->top_losses().first;
+  rec->exits_dropped = exits_in_interval;
   s.record = std::move(rec);
 }
 

@@ -31,6 +31,7 @@ struct TopOptions {
   bool threads = false;     // a threads list too
   std::optional<std::regex> process_groups;  // comm patterns exported per group (Prometheus)
   int max_series = 1000;    // cgroup and process-group rows exported at most
+  uint64_t hist_unit_ns = 1000;  // the run-queue histograms' unit ([scheduler] histogram_unit)
 };
 
 class TopSource final : public Source {
