@@ -39,9 +39,10 @@ run: build
 # After each run, the reason of every skipped test (a feature this host lacks) is printed.
 SKIP_REASONS = grep -h -A1 ': Skipped$$' Testing/Temporary/LastTest.log | grep -v -- '^--$$' | paste - - | sed 's/^/skipped: /' || true
 
+# A failed test fails `make test` (the skip reasons are printed either way).
 test: build build-asan build-fuzz
-	cd $(BUILD) && ctest --output-on-failure -j 2 && $(SKIP_REASONS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 2 && $(SKIP_REASONS)
+	cd $(BUILD) && { ctest --output-on-failure -j 2; rc=$$?; $(SKIP_REASONS); exit $$rc; }
+	cd $(ASAN_BUILD) && { ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 2; rc=$$?; $(SKIP_REASONS); exit $$rc; }
 	cd $(FUZZ_BUILD) && ctest --output-on-failure
 
 bench: build

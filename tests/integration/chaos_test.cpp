@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -239,8 +240,10 @@ TEST_F(ChaosTest, ForkStormWithPidReuseInterruptedAtRandom) {
 }
 
 TEST_F(ChaosTest, MemoryAndOpenFilesStayFlat) {
-  // Live at 100 ms with the exporter scraped and a fork storm on the machine: after a warm-up,
-  // ten seconds of it change neither the number of open files nor (beyond allocator noise) RSS.
+  // Live at 100 ms with the exporter scraped and a fork storm on the machine: once the storm has
+  // run for a while (the top lists hold what its processes did), seven more seconds of it change
+  // neither the number of open files nor (beyond allocator noise) RSS: nothing grows per process
+  // or per scrape.
   int port = free_port();
   RunningPm pm({"--interval", "100ms", "--output", "/dev/null", "--prometheus", std::to_string(port)});
   auto scrape = [&] {
@@ -252,27 +255,41 @@ TEST_F(ChaosTest, MemoryAndOpenFilesStayFlat) {
     }
     ::close(fd);
   };
-  for (int i = 0; i < 10; ++i) {
+  // The files perf-monitor holds: the fewest of a few looks, since a /proc file or a connection
+  // may be open for a moment at any one of them.
+  auto held_fds = [&] {
+    int fewest = open_fds(pm.pid());
+    for (int i = 0; i < 5; ++i) {
+      std::this_thread::sleep_for(milliseconds(30));
+      fewest = std::min(fewest, open_fds(pm.pid()));
+    }
+    return fewest;
+  };
+  pid_t storm = ::fork();
+  if (storm == 0) {
+    ::execl(workload().c_str(), "pm-workload", "forks", "40000", nullptr);
+    ::_exit(127);
+  }
+  for (int i = 0; i < 30; ++i) {
     scrape();
     std::this_thread::sleep_for(milliseconds(100));
   }
   long rss0 = std::atol(status_field(pm.pid(), "VmRSS").c_str());
-  int fds0 = open_fds(pm.pid());
-  pid_t storm = ::fork();
-  if (storm == 0) {
-    ::execl(workload().c_str(), "pm-workload", "forks", "20000", nullptr);
-    ::_exit(127);
-  }
-  for (int i = 0; i < 100; ++i) {
+  int fds0 = held_fds();
+  for (int i = 0; i < 70; ++i) {
     scrape();
     std::this_thread::sleep_for(milliseconds(100));
   }
+  long rss1 = std::atol(status_field(pm.pid(), "VmRSS").c_str());
+  int fds1 = held_fds();
   ::kill(storm, SIGKILL);
   ::waitpid(storm, nullptr, 0);
-  long rss1 = std::atol(status_field(pm.pid(), "VmRSS").c_str());
-  int fds1 = open_fds(pm.pid());
   EXPECT_EQ(fds1, fds0);
+#ifdef PM_SANITIZED
+  std::printf("RSS %ld -> %ld kB not checked: AddressSanitizer holds freed memory in quarantine\n", rss0, rss1);
+#else
   EXPECT_LT(rss1 - rss0, 2048) << "RSS grew from " << rss0 << " to " << rss1 << " kB";
+#endif
   Outcome o = pm.stop(SIGINT);
   EXPECT_EQ(o.exit_code, 0) << o.err;
 }

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -417,9 +418,13 @@ TEST_F(TopTest, IdleCgroupShowsNoRunQueueWait) {
 TEST_F(TopTest, CgroupTargetFollowsItsProcessesOnly) {
   TestCgroup a("T");
   ASSERT_TRUE(a.ok());
-  pid_t before = a.spawn({workload(), "spin", "300"});
+  pid_t before = a.spawn({workload(), "spin", "1500"});
   RunningPm pm({"--format", "json", "--interval", "500ms", "--cgroup", a.path()});
-  std::this_thread::sleep_for(milliseconds(1200));
+  // Monitoring has begun once the header is out (a sanitizer build starts slowly).
+  for (int i = 0; i < 200 && pm.out_so_far().find("\"header\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  std::this_thread::sleep_for(milliseconds(300));
   // One that joins after monitoring began, and one outside the cgroup.
   pid_t after = a.spawn({workload(), "spin", "400"});
   pid_t outside = ::fork();
@@ -427,18 +432,23 @@ TEST_F(TopTest, CgroupTargetFollowsItsProcessesOnly) {
     ::execl(workload().c_str(), "pm-workload", "spin", "500", nullptr);
     ::_exit(127);
   }
-  ::waitpid(before, nullptr, 0);
-  ::waitpid(after, nullptr, 0);
-  ::waitpid(outside, nullptr, 0);
+  // The truth: each child's own CPU, from the kernel at reap.
+  auto cpu_of = [](pid_t pid) {
+    rusage ru{};
+    ::wait4(pid, nullptr, 0, &ru);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  };
+  double before_cpu = cpu_of(before), after_cpu = cpu_of(after);
+  cpu_of(outside);
   std::this_thread::sleep_for(milliseconds(600));
   Outcome o = pm.stop(SIGINT);
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   EXPECT_EQ(o.summary["mode"], "cgroup");
   double cpu = o.summary.value("proc_cpu_user_seconds", 0.0) + o.summary.value("proc_cpu_system_seconds", 0.0);
-  // The one started before monitoring had spun part of its 0.3 s already; the late one all 0.4 s;
-  // nothing of the 0.5 s outside.
-  EXPECT_GE(cpu, 0.4);
-  EXPECT_LT(cpu, 0.3 + 0.4 + 0.05);
+  // The late one all of its CPU, the early one part of its own; nothing of the one outside.
+  EXPECT_GE(cpu, after_cpu * 0.95) << "before " << before_cpu << " s, after " << after_cpu << " s";
+  EXPECT_LE(cpu, (before_cpu + after_cpu) * 1.05 + 0.01) << "before " << before_cpu << " s, after " << after_cpu << " s";
   EXPECT_GE(o.summary.value("proc_processes_seen_max", 0.0), 2);
 }
 
