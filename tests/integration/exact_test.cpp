@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -208,6 +209,45 @@ TEST_F(ExactTest, SharedMemoryIsCountedOnceInPss) {
   EXPECT_LE(o.summary["proc_pss_max"].get<double>(), 1.1 * (kShared + own));
   // RSS counts the shared pages once per process.
   EXPECT_GE(o.summary["proc_rss_max"].get<double>(), 4 * kShared * 0.99);
+}
+
+TEST_F(ExactTest, PssOfATreeThatGrewIsTheTreesPss) {
+  // A tree that grows to 300 processes after its first pass: its PSS must follow (the kernel's
+  // RSS figures leave out each CPU's pending part, so comparing them with smaps' own Rss called
+  // every later pass incoherent and left the first one, of one process, standing). The truth:
+  // every member's smaps_rollup Pss, summed by the test while the tree sleeps.
+  RunningPm pm({"run", "--format", "json", "--interval", "500ms", "--", workload(), "sleepers", "300", "4000"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  double truth = 0;
+  int counted = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmd(e.path() / "cmdline");
+    std::string argv0;
+    std::getline(cmd, argv0, '\0');
+    std::string argv1;
+    std::getline(cmd, argv1, '\0');
+    if (argv0 != workload() || argv1 != "sleepers") continue;
+    std::ifstream rollup(e.path() / "smaps_rollup");
+    for (std::string line; std::getline(rollup, line);) {
+      if (line.rfind("Pss:", 0) == 0) {
+        truth += std::stod(line.substr(4)) * 1024;
+        ++counted;
+        break;
+      }
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  Outcome o = pm.stop(SIGINT);
+  ASSERT_EQ(counted, 300);
+  double last = NAN;
+  for (const auto& r : o.records) {
+    if (r.value("type", "") == "interval" && r["process_tree"].contains("pss_bytes")) {
+      last = r["process_tree"]["pss_bytes"].get<double>();
+    }
+  }
+  EXPECT_NEAR(last, truth, 0.1 * truth) << o.out.substr(0, 2000);
 }
 
 TEST_F(ExactTest, ShortProcessPeakMemory) {

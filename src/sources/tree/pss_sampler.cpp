@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sources/tree/pss_sampler.h"
 
+#include <fcntl.h>
 #include <time.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cmath>
@@ -42,51 +45,81 @@ bool same_memory(double a, double b) { return std::abs(a - b) <= std::max(1024.0
 
 PssSampler::PssSampler(std::string proc_root, double cpu_budget) : proc_(std::move(proc_root)), budget_(cpu_budget) {}
 
+Result<std::string_view> PssSampler::read_rollup(int pid) {
+  // At most this many files stay open (a tree of tens of thousands reads the rest by path).
+  constexpr size_t kKeptOpen = 4096;
+  std::string path = proc_ + "/" + std::to_string(pid) + "/smaps_rollup";
+  auto it = rollups_.find(pid);
+  if (it == rollups_.end()) {
+    if (rollups_.size() >= kKeptOpen) return reader_.read(path);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error::from_errno(errno, path);
+    it = rollups_.emplace(pid, UniqueFd(fd)).first;
+  }
+  auto text = reader_.reread(it->second.get(), path.c_str());
+  if (!text) rollups_.erase(it);  // gone: its PID may come back as another process
+  return text;
+}
+
 bool PssSampler::due(const std::vector<Member>& members, Clock::time_point now) const {
-  // Memory beyond what any kept pass saw is the run's maximum in the making: it gets a pass (one
-  // per 100 ms at most) whatever the budget, or a short peak would be missed.
-  if (have_ && rss_sum(members) > 1.05 * max_rss_ && now - last_pass_ >= std::chrono::milliseconds(100)) return true;
+  // Memory beyond what any kept pass saw is the run's maximum in the making: it gets a pass sooner
+  // (within 4 × the budget, one per 100 ms at most), or a short peak would be missed.
+  if (have_ && rss_sum(members) > 1.05 * max_rss_ && now >= next_allowed_peak_ &&
+      now - last_pass_ >= std::chrono::milliseconds(100)) {
+    return true;
+  }
   if (now < next_allowed_) return false;
   if (!have_ || now - last_pass_ >= std::chrono::seconds(1)) return true;
   return fingerprint(members) != last_members_ || !same_memory(rss_sum(members), last_rss_);
 }
 
 void PssSampler::update(const std::vector<Member>& members, Clock::time_point now) {
-  if (!denied_.empty() || !due(members, now)) return;
+  if (!denied_.empty()) return;
+  // The pass before: kept if its members and their memory are as they were when it began.
+  if (pending_) {
+    if (fingerprint(members) == last_members_ && same_memory(rss_sum(members), last_rss_)) {
+      pss_ = pending_->pss;
+      shared_ = pending_->shared;
+      have_ = true;
+      max_rss_ = std::max(max_rss_, last_rss_);
+    } else {
+      ++discarded_;  // memory moved while the pass ran: its members are not of one moment
+    }
+    pending_.reset();
+  }
+  if (!due(members, now)) return;
   auto t0 = thread_cpu();
-  double pss = 0, shared = 0, rss = 0;
+  double pss = 0, shared = 0;
   for (const Member& m : members) {
-    auto text = reader_.read(proc_ + "/" + std::to_string(m.pid) + "/smaps_rollup");
+    auto text = read_rollup(m.pid);
     if (!text) {
       if (text.error().code == Errc::kPermissionDenied) {
         denied_ = text.error().message + ": PSS and shared memory left out (run as root or with CAP_SYS_PTRACE)";
         return;
       }
-      rss += m.rss_bytes;  // gone meanwhile: it would have counted what it had
-      continue;
+      continue;  // gone meanwhile: the members differ at the next update, and the pass is not kept
     }
     auto sm = procfs::parse_smaps_rollup(*text);
     if (!sm) continue;
     pss += static_cast<double>(sm->pss);
     shared += static_cast<double>(sm->shared());
-    rss += static_cast<double>(sm->rss);
+  }
+  // Files of processes that are no longer members are closed.
+  if (rollups_.size() > members.size()) {
+    std::unordered_map<int, bool> member;
+    for (const Member& m : members) member[m.pid] = true;
+    for (auto it = rollups_.begin(); it != rollups_.end();) it = member.count(it->first) ? std::next(it) : rollups_.erase(it);
   }
   auto t1 = thread_cpu();
   ++passes_;
   // The budget: this pass's cost spread over the time until the next one.
   next_allowed_ = now + std::chrono::duration_cast<Clock::duration>((t1 - t0) / budget_);
+  next_allowed_peak_ = now + std::chrono::duration_cast<Clock::duration>((t1 - t0) / (4 * budget_));
   cpu_ += t1 - t0;
   last_pass_ = now;
   last_members_ = fingerprint(members);
   last_rss_ = rss_sum(members);
-  if (!same_memory(rss, last_rss_)) {
-    ++discarded_;  // memory moved while the pass ran: its members are not of one moment
-    return;
-  }
-  pss_ = pss;
-  shared_ = shared;
-  have_ = true;
-  max_rss_ = std::max(max_rss_, rss);
+  pending_ = Pending{pss, shared};
 }
 
 }  // namespace pm

@@ -3,18 +3,22 @@
 //
 // A member's PSS changes when any other process maps or unmaps the pages it shares, so members
 // are never read one at a time as their own RSS moves (their stale values would add up to more
-// than the tree has): a pass reads all of them together, and is kept only if the members' RSS
-// did not move while it ran (compared with what the kernel reported just before), else the last
-// good pass stands. smaps_rollup walks page tables under the mmap lock (26 ms for a 4 GiB process
-// here), so passes run within a CPU budget: after a pass that cost t of CPU, the next waits
-// t / budget.
+// than the tree has): a pass reads all of them together, and is kept only if the same members
+// had the same RSS just before it and at the next update after it — the kernel's RSS figures
+// compared with the kernel's RSS figures, never with smaps' own (the mm counters the tree reads
+// leave out each CPU's pending part, a few hundred KiB a process: a different figure) — else the
+// last good pass stands. smaps_rollup walks page tables under the mmap lock (26 ms for a 4 GiB
+// process here), so passes run within a CPU budget: after a pass that cost t of CPU, the next
+// waits t / budget; a tree at a new maximum of memory gets passes sooner, within 4 × the budget.
 #pragma once
 
 #include <chrono>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "core/fd.h"
 #include "core/file_reader.h"
 
 namespace pm {
@@ -44,14 +48,23 @@ class PssSampler {
  private:
   [[nodiscard]] bool valid() const { return have_ && denied_.empty(); }
   bool due(const std::vector<Member>& members, Clock::time_point now) const;
+  // A member's smaps_rollup, read through a file kept open from pass to pass (no path lookup,
+  // no open; one whose process is gone answers ESRCH even if its PID is reused).
+  Result<std::string_view> read_rollup(int pid);
 
   std::string proc_;
   double budget_;
   FileReader reader_;
+  std::unordered_map<int, UniqueFd> rollups_;  // by PID, for the members of the last pass
   uint64_t last_members_ = 0;  // which processes the last pass read (an order-free fingerprint)
-  double last_rss_ = 0;
-  double max_rss_ = 0;  // the most RSS a kept pass saw: more than that is worth a pass at once
-  Clock::time_point last_pass_{}, next_allowed_{};
+  double last_rss_ = 0;        // their RSS (the kernel's figures) just before it
+  double max_rss_ = 0;  // the most RSS (the kernel's figures) of a kept pass: more is worth a pass soon
+  // A pass read, waiting for the next update to say that memory did not move meanwhile.
+  struct Pending {
+    double pss = 0, shared = 0;
+  };
+  std::optional<Pending> pending_;
+  Clock::time_point last_pass_{}, next_allowed_{}, next_allowed_peak_{};
   double pss_ = 0, shared_ = 0;
   bool have_ = false;
   std::string denied_;

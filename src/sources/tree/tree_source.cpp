@@ -225,8 +225,10 @@ void append_tree_samples(const TreeFigures& f, Samples& out) {
     Sample rss{&kRss, {}, f.rss};
     rss.peak = f.peak_rss;
     out.push_back(std::move(rss));
-    if (f.pss) add(kPss, *f.pss);
-    if (f.shared) add(kShared, *f.shared);
+    // Not read yet (the first pass is kept once the next reading says memory held still), or
+    // not readable: NaN, shown as n/a and null, never as 0.
+    add(kPss, f.pss.value_or(std::numeric_limits<double>::quiet_NaN()));
+    add(kShared, f.shared.value_or(std::numeric_limits<double>::quiet_NaN()));
     if (f.anon) add(kAnon, *f.anon);
   } else if (f.peak_rss > 0) {
     // No member alive to read, but the peaks of those that were raise the run's maximum.
