@@ -24,6 +24,9 @@ uint64_t fingerprint(const std::vector<PssSampler::Member>& members) {
   return f;
 }
 
+// While the tree's memory is at a new maximum, passes may cost this many times the budget.
+constexpr double kPeakBudgets = 10;
+
 double rss_sum(const std::vector<PssSampler::Member>& members) {
   double sum = 0;
   for (const auto& m : members) sum += m.rss_bytes;
@@ -63,7 +66,7 @@ Result<std::string_view> PssSampler::read_rollup(int pid) {
 
 bool PssSampler::due(const std::vector<Member>& members, Clock::time_point now) const {
   // Memory beyond what any kept pass saw is the run's maximum in the making: it gets a pass sooner
-  // (within 4 × the budget, one per 100 ms at most), or a short peak would be missed.
+  // (within kPeakBudgets × the budget, one per 100 ms at most), or a short peak would be missed.
   if (have_ && rss_sum(members) > 1.05 * max_rss_ && now >= next_allowed_peak_ &&
       now - last_pass_ >= std::chrono::milliseconds(100)) {
     return true;
@@ -114,7 +117,7 @@ void PssSampler::update(const std::vector<Member>& members, Clock::time_point no
   ++passes_;
   // The budget: this pass's cost spread over the time until the next one.
   next_allowed_ = now + std::chrono::duration_cast<Clock::duration>((t1 - t0) / budget_);
-  next_allowed_peak_ = now + std::chrono::duration_cast<Clock::duration>((t1 - t0) / (4 * budget_));
+  next_allowed_peak_ = now + std::chrono::duration_cast<Clock::duration>((t1 - t0) / (kPeakBudgets * budget_));
   cpu_ += t1 - t0;
   last_pass_ = now;
   last_members_ = fingerprint(members);

@@ -9,7 +9,7 @@
 // leave out each CPU's pending part, a few hundred KiB a process: a different figure) — else the
 // last good pass stands. smaps_rollup walks page tables under the mmap lock (26 ms for a 4 GiB
 // process here), so passes run within a CPU budget: after a pass that cost t of CPU, the next
-// waits t / budget; a tree at a new maximum of memory gets passes sooner, within 4 × the budget.
+// waits t / budget; a tree at a new maximum of memory gets passes sooner, within 10 × the budget.
 #pragma once
 
 #include <chrono>
