@@ -92,7 +92,7 @@ void PssSampler::update(const std::vector<Member>& members, Clock::time_point no
   }
   if (!due(members, now)) return;
   auto t0 = thread_cpu();
-  double pss = 0, shared = 0;
+  double pss = 0, shared = 0, rss = 0;
   for (const Member& m : members) {
     auto text = read_rollup(m.pid);
     if (!text) {
@@ -100,12 +100,14 @@ void PssSampler::update(const std::vector<Member>& members, Clock::time_point no
         denied_ = text.error().message + ": PSS and shared memory left out (run as root or with CAP_SYS_PTRACE)";
         return;
       }
-      continue;  // gone meanwhile: the members differ at the next update, and the pass is not kept
+      rss += m.rss_bytes;  // gone meanwhile: it would have counted what it had
+      continue;
     }
     auto sm = procfs::parse_smaps_rollup(*text);
     if (!sm) continue;
     pss += static_cast<double>(sm->pss);
     shared += static_cast<double>(sm->shared());
+    rss += static_cast<double>(sm->rss);
   }
   // Files of processes that are no longer members are closed.
   if (rollups_.size() > members.size()) {
@@ -122,6 +124,16 @@ void PssSampler::update(const std::vector<Member>& members, Clock::time_point no
   last_pass_ = now;
   last_members_ = fingerprint(members);
   last_rss_ = rss_sum(members);
+  // Kept at once when smaps' own Rss agrees with the kernel's figures of just before (a small
+  // tree, whose counters' pending pages are within the margin); else when the next update finds
+  // the kernel's figures as they were.
+  if (same_memory(rss, last_rss_)) {
+    pss_ = pss;
+    shared_ = shared;
+    have_ = true;
+    max_rss_ = std::max(max_rss_, last_rss_);
+    return;
+  }
   pending_ = Pending{pss, shared};
 }
 

@@ -3,11 +3,11 @@
 //
 // A member's PSS changes when any other process maps or unmaps the pages it shares, so members
 // are never read one at a time as their own RSS moves (their stale values would add up to more
-// than the tree has): a pass reads all of them together, and is kept only if the same members
-// had the same RSS just before it and at the next update after it — the kernel's RSS figures
-// compared with the kernel's RSS figures, never with smaps' own (the mm counters the tree reads
-// leave out each CPU's pending part, a few hundred KiB a process: a different figure) — else the
-// last good pass stands. smaps_rollup walks page tables under the mmap lock (26 ms for a 4 GiB
+// than the tree has): a pass reads all of them together, and is kept at once if smaps' own Rss
+// agrees with the kernel's RSS figures of just before it, else if the same members have the same
+// RSS at the next update after it — the kernel's figures compared with the kernel's (the mm
+// counters leave out each CPU's pending pages, a few hundred KiB a process: for a large tree of
+// small processes they never agree with smaps' Rss) — else the last good pass stands. smaps_rollup walks page tables under the mmap lock (26 ms for a 4 GiB
 // process here), so passes run within a CPU budget: after a pass that cost t of CPU, the next
 // waits t / budget; a tree at a new maximum of memory gets passes sooner, within 10 × the budget.
 #pragma once
