@@ -389,7 +389,7 @@ TEST_F(TopTest, NamesReachTheTerminalPrintable) {
   // A process names itself with an escape sequence; so does a cgroup: the text output has none.
   TestCgroup e("esc\x1b[2J");
   ASSERT_TRUE(e.ok());
-  pid_t storm = e.spawn({workload(), "shortlived", "20", "50", "pm-\x1b[2Jx"});
+  pid_t storm = e.spawn({workload(), "shortlived", "120", "50", "pm-\x1b[2Jx"});
   Outcome o = run_pm({"--format", "text", "--interval", "500ms", "--duration", "1600ms", "--top", "100000",
                       "--cgroup-depth", "1", "--prometheus-processes", "^pm-"});
   ::waitpid(storm, nullptr, 0);
