@@ -143,6 +143,7 @@ TEST_F(TopTest, CgroupsAndProcessesAgreeWithTheKernelsOwnFiles) {
   ::waitpid(sleeper, nullptr, 0);
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   double a_cpu = 0, a_stat_cpu = 0, b_written = 0, burner_cpu = 0;
+  std::string writer_rows;
   bool burner_first = false;
   for (const auto& t : tops(o)) {
     // The cgroup's cpu.stat over the interval, where known (not in the row's first interval).
@@ -153,6 +154,7 @@ TEST_F(TopTest, CgroupsAndProcessesAgreeWithTheKernelsOwnFiles) {
     }
     if (const auto* r = cgroup_row(t, b.path())) b_written += (*r)["io_write_bytes"].get<double>();
     for (const auto& p : t["processes"]) {
+      if (p["pid"] == writer) writer_rows += p.dump() + "\n";
       if (p["pid"] == burner) {
         burner_cpu += cpu_of(p);
         if (cpu_of(p) > 0.5 && t["processes"][0]["pid"] == burner) burner_first = true;
@@ -164,7 +166,7 @@ TEST_F(TopTest, CgroupsAndProcessesAgreeWithTheKernelsOwnFiles) {
   EXPECT_NEAR(a_cpu, a_stat_cpu, 0.05 * a_stat_cpu);
   EXPECT_NEAR(burner_cpu, 2.5, 0.05 * 2.5 + 0.02);
   EXPECT_TRUE(burner_first) << "the burner is the busiest process";
-  EXPECT_NEAR(b_written, 64 * kMiB, 0.01 * 64 * kMiB);
+  EXPECT_NEAR(b_written, 64 * kMiB, 0.01 * 64 * kMiB) << "the writer's rows:\n" << writer_rows << o.out;
 }
 
 TEST_F(TopTest, RunQueueWaitPerProcessAgreesWithSchedstat) {
@@ -318,6 +320,42 @@ TEST_F(TopTest, ANewCgroupsProcessesAreNeverCountedInTheRoot) {
     }
   }
   EXPECT_EQ(seen.size(), cgroup_of.size());
+}
+
+TEST_F(TopTest, AProcessThatMovesAndExecsBeforeItExitsCountsWhereItEnded) {
+  // Seen for a reading as a shell in cgroup M, then it moves itself to N, execs the workload,
+  // writes 16 MiB with O_DIRECT and exits before the next reading: its last row and N's bytes
+  // name where and what it was when it died, not what it was when last seen.
+  TestCgroup m("M"), n("N");
+  ASSERT_TRUE(m.ok() && n.ok());
+  RunningPm pm({"--format", "json", "--interval", "1s", "--top", "100000", "--cgroup-depth", "1"});
+  std::this_thread::sleep_for(milliseconds(500));
+  std::string file = scratch_dir() + "/pm-top-moved-" + std::to_string(::getpid());
+  pid_t mover = m.spawn({"/bin/sh", "-c",
+                         "sleep 1.6; echo $$ > " + n.dir() + "/cgroup.procs && exec " + workload() + " direct 16 " + file});
+  int status = 0;
+  ::waitpid(mover, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::this_thread::sleep_for(milliseconds(1500));
+  Outcome o = pm.stop(SIGINT);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  double n_written = 0, m_written = 0;
+  std::string rows, last_comm, last_cgroup;
+  for (const auto& t : tops(o)) {
+    if (const auto* r = cgroup_row(t, n.path())) n_written += (*r)["io_write_bytes"].get<double>();
+    if (const auto* r = cgroup_row(t, m.path())) m_written += (*r)["io_write_bytes"].get<double>();
+    for (const auto& p : t["processes"]) {
+      if (p["pid"] != mover) continue;
+      rows += p.dump() + "\n";
+      last_comm = p.value("comm", "");
+      last_cgroup = p.value("cgroup", "");
+    }
+  }
+  EXPECT_NE(rows.find("\"comm\":\"sh\""), std::string::npos) << "seen as the shell first:\n" << rows;
+  EXPECT_EQ(last_comm, "pm-workload") << rows;
+  EXPECT_EQ(last_cgroup, n.path()) << rows;
+  EXPECT_NEAR(n_written, 16 * kMiB, 0.01 * 16 * kMiB) << rows;
+  EXPECT_EQ(m_written, 0) << rows;
 }
 
 TEST_F(TopTest, CgroupRunQueueQuantilesAreInTheConfiguredUnit) {

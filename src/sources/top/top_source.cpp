@@ -422,8 +422,10 @@ void TopSource::collect(Samples& out) {
     Totals d;
     d.add(e.fig);
     p.dead.add(d);
-    if (p.comm.empty()) p.comm = std::string(e.comm, strnlen(e.comm, 16));
-    if (p.cgroup_id == 0) p.cgroup_id = e.cgroup_id;
+    // Its name and cgroup as they were when its task died (it may have exec'd or moved since it
+    // was last seen); a live process's are set from its main thread below.
+    if (e.comm[0] != 0) p.comm = std::string(e.comm, strnlen(e.comm, 16));
+    if (e.cgroup_id != 0) p.cgroup_id = e.cgroup_id;
     if (live_totals.count(pk) == 0) ended.insert(pk);
   }
   s.exited.clear();
