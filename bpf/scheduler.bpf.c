@@ -36,10 +36,17 @@ const volatile bool track_all = false;
 // the v2 hierarchy; 0: off). Typed programs only (cgroup storage).
 const volatile __u32 cgroup_depth = 0;
 
-// --cgroup: every task in this cgroup (or below it) belongs to the tree, also one moved in later
-// (the iterator marks it on its next pass); 0: no such rule. Its level in the v2 hierarchy.
+// --cgroup, and run's own cgroup: every task in this cgroup (or below it) belongs to the tree,
+// also one moved in later (the task iterator marks it on its next pass); 0: no such rule. Its
+// level in the v2 hierarchy.
 const volatile __u64 tree_cgroup_id = 0;
 const volatile __u32 tree_cgroup_level = 0;
+// The tree's cgroup, read as a whole (tree_scope_tasks below). Written by the programs, read and
+// zeroed by user space (.bss).
+__u32 scope_count = 0;     // records the pass wrote (user space zeroes it before each)
+__u32 scope_overflow = 0;  // the pass found more tasks than scope_tasks holds
+__u32 scope_left = 0;      // a member is outside the cgroup (moved, or forked into another): for good
+__u32 scope_joined = 0;    // a task not marked moved in (user space clears it)
 
 // While user space seeds the tree: the iterator marks every task of these processes, and the
 // fork hook the children they fork meanwhile. Written by user space (.bss).
@@ -307,6 +314,15 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 }
 
 // A child of a member is a member; while seeding, so is a child of a seed process.
+// Whether a cgroup is the tree's cgroup or below it: its ancestor at that level is it.
+static __always_inline bool cgroup_in_tree(struct cgroup *cg) {
+  if (!cg || cg->level < (int)tree_cgroup_level) return false;
+  struct cgroup *anc = 0;
+  bpf_core_read(&anc, sizeof(anc), &cg->ancestors[tree_cgroup_level]);
+  return anc && BPF_CORE_READ(anc, kn, id) == tree_cgroup_id;
+}
+static __always_inline bool in_tree_cgroup(struct task_struct *t) { return cgroup_in_tree(t->cgroups->dfl_cgrp); }
+
 static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child) {
   if (!track_tree) return 0;
   if (!member_of(parent)) {
@@ -321,6 +337,8 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
   }
   if (child->pid == child->tgid) s->totals.processes_seen++;
   else s->totals.threads_seen++;
+  // Forked straight into another cgroup (clone3's CLONE_INTO_CGROUP): a member outside it.
+  if (tree_cgroup_id && !in_tree_cgroup(child)) scope_left = 1;
   return 0;
 }
 
@@ -351,13 +369,32 @@ int BPF_PROG(raw_wakeup, struct task_struct *p) { return on_wakeup(p); }
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(raw_wakeup_new, struct task_struct *p) { return on_wakeup(p); }
 
-// Whether a task is in the --cgroup cgroup or below it: its cgroup's ancestor at that level is it.
-static __always_inline bool in_tree_cgroup(struct task_struct *t) {
-  struct cgroup *cg = t->cgroups->dfl_cgrp;
-  if (!cg || cg->level < (int)tree_cgroup_level) return false;
-  struct cgroup *anc = 0;
-  bpf_core_read(&anc, sizeof(anc), &cg->ancestors[tree_cgroup_level]);
-  return anc && BPF_CORE_READ(anc, kn, id) == tree_cgroup_id;
+// A live task's record: its figures, its process's memory, who and where it is. Typed pointers
+// all the way: direct loads, no helper calls (this runs for every member on every tree pass).
+static __always_inline void member_record(struct pm_task *rec, struct task_struct *t, struct pm_member *m) {
+  rec->pid = t->pid;
+  rec->tgid = t->tgid;
+  rec->ppid = t->real_parent->tgid;
+  rec->start_ns = t->start_time;
+  task_figures(t, m, bpf_ktime_get_ns(), false, rec->fig);
+  struct mm_struct *mm = t->mm;
+  __u64 peak = signal_maxrss(t);
+  if (mm) {
+    rec->flags |= PM_TASK_HAS_MM;
+    __u64 rss = 0;
+    for (int k = 0; k < PM_RSS_KINDS; ++k) {
+      rec->rss_pages[k] = mm_counter(mm, k);
+      if (k != PM_RSS_SWAP) rss += rec->rss_pages[k];
+    }
+    rec->vm_pages = mm->total_vm;
+    __u64 hiwater = mm->hiwater_rss;
+    if (hiwater > peak) peak = hiwater;
+    if (rss > peak) peak = rss;
+  }
+  rec->peak_rss_pages = peak;
+  rec->cgroup_id = t->cgroups->dfl_cgrp->kn->id;
+  rec->leader_start_ns = t->group_leader->start_time;
+  __builtin_memcpy(rec->comm, t->comm, sizeof rec->comm);
 }
 
 // The live members, one pm_task record each, when user space reads the iterator. While seeding
@@ -390,32 +427,67 @@ int tree_tasks(struct bpf_iter__task *ctx) {
   }
   if (!m || m->captured) return 0;
   struct pm_task rec = {};
-  rec.pid = t->pid;
-  rec.tgid = t->tgid;
-  // Typed pointers all the way: direct loads, no helper calls (this runs for every member on
-  // every tree pass).
-  rec.ppid = t->real_parent->tgid;
-  rec.start_ns = t->start_time;
-  task_figures(t, m, bpf_ktime_get_ns(), false, rec.fig);
-  struct mm_struct *mm = t->mm;
-  __u64 peak = signal_maxrss(t);
-  if (mm) {
-    rec.flags |= PM_TASK_HAS_MM;
-    __u64 rss = 0;
-    for (int k = 0; k < PM_RSS_KINDS; ++k) {
-      rec.rss_pages[k] = mm_counter(mm, k);
-      if (k != PM_RSS_SWAP) rss += rec.rss_pages[k];
-    }
-    rec.vm_pages = mm->total_vm;
-    __u64 hiwater = mm->hiwater_rss;
-    if (hiwater > peak) peak = hiwater;
-    if (rss > peak) peak = rss;
-  }
-  rec.peak_rss_pages = peak;
-  rec.cgroup_id = t->cgroups->dfl_cgrp->kn->id;
-  rec.leader_start_ns = t->group_leader->start_time;
-  __builtin_memcpy(rec.comm, t->comm, sizeof rec.comm);
+  member_record(&rec, t, m);
   bpf_seq_write(ctx->meta->seq, &rec, sizeof rec);
+  return 0;
+}
+
+// A tree in a cgroup of its own (run's, --cgroup's): its live members are that cgroup's tasks
+// and its descendants', so a pass walks those (the cgroup iterator, and each cgroup's task list)
+// instead of every task of the host, and looks a task's mark up only when it is runnable (its
+// blocked time is as of its last wakeup); a sleeping one's is its life less its running and
+// waiting. The task list leaves out a task once it is exiting (cgroup_exit), before its last
+// switch captures it: no task is both live and captured. Records go to an mmapable array (one
+// cgroup's tasks may be more than a seq_file buffer holds). While a member is outside the
+// cgroup (scope_left), or a task joined it unmarked (scope_joined), user space reads the task
+// iterator instead, which finds and marks them.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
+  __uint(max_entries, 1);  // sized by user space before load
+  __type(key, __u32);
+  __type(value, struct pm_task);
+} scope_tasks SEC(".maps");
+
+extern int bpf_iter_css_task_new(struct bpf_iter_css_task *it, struct cgroup_subsys_state *css,
+                                 unsigned int flags) __weak __ksym;
+extern struct task_struct *bpf_iter_css_task_next(struct bpf_iter_css_task *it) __weak __ksym;
+extern void bpf_iter_css_task_destroy(struct bpf_iter_css_task *it) __weak __ksym;
+
+SEC("iter/cgroup")
+int tree_scope_tasks(struct bpf_iter__cgroup *ctx) {
+  struct cgroup *cg = ctx->cgroup;
+  if (!cg || !track_tree) return 0;
+  struct bpf_iter_css_task it;
+  struct task_struct *t;
+  bpf_iter_css_task_new(&it, &cg->self, 0);
+  while ((t = bpf_iter_css_task_next(&it))) {
+    if (t->flags & PF_KTHREAD) continue;
+    __u32 i = scope_count;
+    struct pm_task *rec = bpf_map_lookup_elem(&scope_tasks, &i);
+    if (!rec) {
+      scope_overflow = 1;
+      break;
+    }
+    struct pm_member none = {};
+    struct pm_member *m = t->on_rq ? member_of(t) : 0;
+    __builtin_memset(rec, 0, sizeof *rec);
+    member_record(rec, t, m ? m : &none);
+    scope_count = i + 1;
+  }
+  bpf_iter_css_task_destroy(&it);
+  return 0;
+}
+
+// A task moved between cgroups: a member out of the tree's cgroup, or an unmarked task into it,
+// means the cgroup's task list is not the tree until the task iterator has been read again.
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(tree_cgroup_attach, struct cgroup *dst, const char *path, struct task_struct *task, bool threadgroup) {
+  if (!track_tree || !tree_cgroup_id) return 0;
+  bool member = member_of(task) != 0;
+  bool inside = cgroup_in_tree(dst);
+  if (member && !inside) scope_left = 1;
+  if (!member && inside) scope_joined = 1;
   return 0;
 }
 

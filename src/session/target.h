@@ -60,8 +60,8 @@ class Target {
   [[nodiscard]] std::vector<int> threads() const;
   [[nodiscard]] bool starts_at_exec() const { return spec_.mode == Mode::kRun; }
   [[nodiscard]] std::string executable() const;
-  // --cgroup: its directory, its id and level in the v2 hierarchy (the kernel follows its tasks,
-  // also those that join later).
+  // --cgroup: its directory; its id and level in the v2 hierarchy, also run's own cgroup's (the
+  // kernel follows its tasks, also those that join later; 0 when there is none).
   [[nodiscard]] const std::string& cgroup_dir() const { return cgroup_dir_; }
   [[nodiscard]] uint64_t cgroup_id() const { return cgroup_id_; }
   [[nodiscard]] uint32_t cgroup_level() const { return cgroup_level_; }

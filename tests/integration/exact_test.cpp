@@ -25,6 +25,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/cgroup.h"
 #include "integration/harness.h"
 
 namespace pm::test {
@@ -249,6 +250,44 @@ TEST_F(ExactTest, PssOfATreeThatGrewIsTheTreesPss) {
     }
   }
   EXPECT_NEAR(last, truth, 0.1 * truth) << o.out.substr(0, 2000);
+}
+
+// A member of run's tree outside the run's own cgroup (the kernel reads the tree by that cgroup):
+// it still counts while it runs, interval by interval, not only at its exit. The cgroup it goes
+// to is the test's own (perf-monitor's, the run cgroup's parent).
+void expect_counted_while_outside(const std::vector<std::string>& cmd) {
+  std::string mount = unified_mount();
+  if (mount.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted: run has no cgroup of its own";
+  std::vector<std::string> args = {"run", "--format", "json", "--interval", "200ms", "--"};
+  args.insert(args.end(), cmd.begin(), cmd.end());
+  Outcome o = run_pm(args, {.sigint_after = std::nullopt, .timeout = std::chrono::seconds(60)});
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  // One thread cannot use more CPU than the interval's length: a tree read without the member
+  // would show nothing, then all 1.2 s in the interval of its exit.
+  double sum = 0;
+  int busy = 0;
+  for (const auto& r : o.records) {
+    if (r.value("type", "") != "interval") continue;
+    double cpu = r["process_tree"]["on_cpu_seconds"].get<double>();
+    sum += cpu;
+    if (cpu > 0.05) ++busy;
+    EXPECT_LE(cpu, 1.1 * r["interval_s"].get<double>() + 0.02) << r["process_tree"].dump();
+  }
+  EXPECT_GE(busy, 3) << "the spin's CPU shows in the intervals it ran in";
+  EXPECT_GE(o.summary["proc_on_cpu_seconds"].get<double>(), 1.2);
+  EXPECT_LE(o.summary["proc_on_cpu_seconds"].get<double>(), 1.2 * 1.05 + 0.05);
+}
+
+TEST_F(ExactTest, AMemberThatMovesOutOfTheRunsCgroupStillCounts) {
+  std::string parent = unified_mount() + cgroup_of(::getpid());
+  expect_counted_while_outside(
+      {"sh", "-c", "echo $$ > " + parent + "/cgroup.procs && exec " + workload() + " spin 1200"});
+}
+
+TEST_F(ExactTest, AChildForkedIntoAnotherCgroupStillCounts) {
+  std::string parent = unified_mount() + cgroup_of(::getpid());
+  expect_counted_while_outside({workload(), "cloneinto", parent, "1200"});
 }
 
 TEST_F(ExactTest, ShortProcessPeakMemory) {

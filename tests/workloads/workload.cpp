@@ -44,14 +44,18 @@
 //                                        process whose peak RSS no sampling catches)
 //   pm-workload shortlived N MS NAME     N children started one after another, each named NAME
 //                                        (its comm), spinning MS and exiting; the parent reaps them
+//   pm-workload cloneinto DIR MS         a child forked straight into cgroup DIR (clone3's
+//                                        CLONE_INTO_CGROUP) spins MS; the parent waits for it
 //   pm-workload ignchld N MS             ignore SIGCHLD (the kernel reaps the children itself, and
 //                                        their figures reach no parent), fork N children that each
 //                                        spin MS, wait until all are gone
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -207,6 +211,22 @@ int main(int argc, char** argv) {
     write_file(static_cast<size_t>(arg(2)), argv[3]);
   } else if (mode == "spin" && argc == 3) {
     spin(arg(2));
+  } else if (mode == "cloneinto" && argc == 4) {
+    int dir = ::open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return 1;
+    clone_args ca{};
+    ca.flags = CLONE_INTO_CGROUP;
+    ca.exit_signal = SIGCHLD;
+    ca.cgroup = static_cast<uint64_t>(dir);
+    long pid = ::syscall(SYS_clone3, &ca, sizeof ca);
+    if (pid < 0) return 1;
+    if (pid == 0) {
+      spin(arg(3));
+      ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(static_cast<pid_t>(pid), &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   } else if (mode == "children" && argc == 6) {
     for (long i = 0; i < arg(2); ++i) {
       if (::fork() == 0) {

@@ -3,6 +3,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,12 +21,49 @@
 
 namespace pm {
 
+// The most live tasks a scoped pass holds (a larger tree is read with the task iterator).
+constexpr uint32_t kScopeTasks = 16384;
+
 struct SchedObject::Impl {
   SkeletonPtr<scheduler_bpf> skel{nullptr, scheduler_bpf::destroy};
   bool btf = true;
   bool tree = false;
   bool all = false;
   std::vector<char> bytes;  // the iterator's output, reused
+  // A tree in a cgroup of its own: the cgroup iterator over it, and the array its passes fill
+  // (mapped here); none where the kernel lacks them.
+  bpf_link* scope_link = nullptr;
+  void* scope_map = MAP_FAILED;
+  size_t scope_bytes = 0;
+  ~Impl() {
+    if (scope_map != MAP_FAILED) ::munmap(scope_map, scope_bytes);
+    if (scope_link != nullptr) bpf_link__destroy(scope_link);
+  }
+  // Attaches the cgroup iterator to the tree's cgroup and everything below it, and maps the
+  // array; on any failure the tree is read with the task iterator, as without a cgroup.
+  void scope(uint64_t cgroup_id) {
+    const bpf_map* map = skel->maps.scope_tasks;
+    size_t length = static_cast<size_t>(bpf_map__value_size(map)) * bpf_map__max_entries(map);
+    long page = ::sysconf(_SC_PAGESIZE);
+    length = (length + static_cast<size_t>(page) - 1) / static_cast<size_t>(page) * static_cast<size_t>(page);
+    void* mapped = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, bpf_map__fd(map), 0);
+    if (mapped == MAP_FAILED) return;
+    union bpf_iter_link_info info {};
+    info.cgroup.cgroup_id = cgroup_id;
+    info.cgroup.order = BPF_CGROUP_ITER_DESCENDANTS_PRE;
+    bpf_iter_attach_opts opts{};
+    opts.sz = sizeof opts;
+    opts.link_info = &info;
+    opts.link_info_len = sizeof info;
+    bpf_link* link = bpf_program__attach_iter(skel->progs.tree_scope_tasks, &opts);
+    if (link == nullptr) {
+      ::munmap(mapped, length);
+      return;
+    }
+    scope_link = link;
+    scope_map = mapped;
+    scope_bytes = length;
+  }
 };
 
 SchedObject::SchedObject(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -41,12 +79,28 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const SchedObjectOptions&
   target.cgroup_depth = options.cgroup_depth;
   target.tree_cgroup_id = options.tree_cgroup_id;
   target.tree_cgroup_level = options.tree_cgroup_level;
-  auto loaded = load_skeleton<scheduler_bpf>("scheduler", target);
+  // A tree in a cgroup of its own is read by cgroup (kernels since 6.7 have the task list
+  // iterator it needs); where that cannot load, the object loads without it.
+  bool scoped = options.track_tree && options.tree_cgroup_id != 0;
+  auto scope = [&scoped](scheduler_bpf* skel) {
+    if (!scoped) {
+      bpf_program__set_autoload(skel->progs.tree_scope_tasks, false);
+      bpf_program__set_autoload(skel->progs.tree_cgroup_attach, false);
+    }
+    bpf_program__set_autoattach(skel->progs.tree_scope_tasks, false);  // attached to the cgroup below
+    bpf_map__set_max_entries(skel->maps.scope_tasks, scoped ? kScopeTasks : 1);
+  };
+  auto loaded = load_skeleton<scheduler_bpf>("scheduler", target, false, scope);
+  if (!loaded && scoped) {
+    scoped = false;
+    loaded = load_skeleton<scheduler_bpf>("scheduler", target, false, scope);
+  }
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
   impl->btf = loaded->btf;
   impl->tree = loaded->tree;
   impl->all = options.track_all && loaded->btf;
+  if (scoped && impl->tree) impl->scope(options.tree_cgroup_id);
   return std::make_shared<SchedObject>(std::move(impl));
 }
 
@@ -106,6 +160,23 @@ Status SchedObject::read_live(std::vector<pm_task>& out) {
   Impl& m = *impl_;
   out.clear();
   if (!m.tree) return {};
+  auto* bss = m.skel->bss;
+  if (m.scope_link != nullptr && bss->scope_left == 0) {
+    if (bss->scope_joined == 0) {
+      bss->scope_count = 0;
+      bss->scope_overflow = 0;
+      size_t none = 0;
+      if (auto st = run_iterator(m.scope_link, m.bytes, none); !st) return st;
+      if (bss->scope_overflow == 0) {
+        const auto* first = static_cast<const pm_task*>(m.scope_map);
+        out.assign(first, first + std::min(bss->scope_count, kScopeTasks));
+        return {};
+      }
+      out.clear();
+    }
+    // A task joined unmarked (the task iterator marks it), or more tasks than the array holds.
+    bss->scope_joined = 0;
+  }
   size_t size = 0;
   if (auto st = run_iterator(m.skel->links.tree_tasks, m.bytes, size); !st) return st;
   size_t n = size / sizeof(pm_task);
