@@ -327,7 +327,10 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
   if (!track_tree) return 0;
   if (!member_of(parent)) {
     __u32 tgid = parent->tgid;
-    if (!seeding || !bpf_map_lookup_elem(&seeds, &tgid)) return 0;
+    bool seed = seeding && bpf_map_lookup_elem(&seeds, &tgid);
+    // Forked straight into the tree's cgroup by a process outside the tree (clone3's
+    // CLONE_INTO_CGROUP: a service manager starting a service there): a member from birth.
+    if (!seed && !(tree_cgroup_id && in_tree_cgroup(child))) return 0;
   }
   struct pm_tree_stats *s = tree_stats();
   if (!s) return 0;

@@ -503,6 +503,38 @@ std::set<std::string> exported_cgroups(const std::string& text) {
   return out;
 }
 
+TEST_F(TopTest, CgroupTargetCountsChildrenForkedIntoItFromOutside) {
+  // A parent outside the cgroup forks children straight into it (clone3's CLONE_INTO_CGROUP, as
+  // a service manager starts a service), one after the other: each is the cgroup's while it
+  // lives and its figures stay when it ends. The truth: the cgroup's own cpu.stat.
+  TestCgroup a("F");
+  ASSERT_TRUE(a.ok());
+  RunningPm pm({"--format", "json", "--interval", "200ms", "--cgroup", a.path()});
+  for (int i = 0; i < 200 && pm.out_so_far().find("\"header\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  double stat0 = a.cpu_stat_s();
+  std::string w = workload();
+  pid_t parent = ::fork();
+  if (parent == 0) {
+    std::string cmd = w + " cloneinto " + a.dir() + " 400; " + w + " cloneinto " + a.dir() + " 400";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(parent, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  double truth = a.cpu_stat_s() - stat0;
+  std::this_thread::sleep_for(milliseconds(500));
+  Outcome o = pm.stop(SIGINT);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  double cpu = o.summary.value("proc_cpu_user_seconds", 0.0) + o.summary.value("proc_cpu_system_seconds", 0.0);
+  EXPECT_GE(truth, 0.8);
+  EXPECT_NEAR(cpu, truth, 0.05 * truth + 0.01);
+  EXPECT_GE(o.summary.value("proc_processes_seen_max", 0.0), 2);
+}
+
 TEST_F(TopTest, ManyCgroupsStayWithinTheDepthAndSeriesBounds) {
   // 500 cgroups two levels down, a process in each: at most --max-series rows exported, none
   // deeper than the depth limit, the rest counted as dropped; promtool clean; no PID labels.
