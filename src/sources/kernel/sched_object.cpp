@@ -8,7 +8,9 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "sources/kernel/skeleton.h"
 
@@ -81,7 +83,9 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const SchedObjectOptions&
   target.tree_cgroup_level = options.tree_cgroup_level;
   // A tree in a cgroup of its own is read by cgroup (kernels since 6.7 have the task list
   // iterator it needs); where that cannot load, the object loads without it.
-  bool scoped = options.track_tree && options.tree_cgroup_id != 0;
+  // PERF_MONITOR_TREE_WALK=tasks walks every task instead (to compare the two).
+  const char* walk = std::getenv("PERF_MONITOR_TREE_WALK");
+  bool scoped = options.track_tree && options.tree_cgroup_id != 0 && (walk == nullptr || std::string_view(walk) != "tasks");
   auto scope = [&scoped](scheduler_bpf* skel) {
     if (!scoped) {
       bpf_program__set_autoload(skel->progs.tree_scope_tasks, false);
