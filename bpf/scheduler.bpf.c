@@ -465,7 +465,9 @@ int tree_scope_tasks(struct bpf_iter__cgroup *ctx) {
   struct task_struct *t;
   bpf_iter_css_task_new(&it, &cg->self, 0);
   while ((t = bpf_iter_css_task_next(&it))) {
-    if (t->flags & PF_KTHREAD) continue;
+    // (exit_state: a kernel that unlinks a task from its cgroup later than cgroup_exit still
+    // never shows one that may be captured.)
+    if ((t->flags & PF_KTHREAD) || t->exit_state) continue;
     __u32 i = scope_count;
     struct pm_task *rec = bpf_map_lookup_elem(&scope_tasks, &i);
     if (!rec) {
@@ -486,7 +488,8 @@ int tree_scope_tasks(struct bpf_iter__cgroup *ctx) {
 // means the cgroup's task list is not the tree until the task iterator has been read again.
 SEC("tp_btf/cgroup_attach_task")
 int BPF_PROG(tree_cgroup_attach, struct cgroup *dst, const char *path, struct task_struct *task, bool threadgroup) {
-  if (!track_tree || !tree_cgroup_id) return 0;
+  // Moves in the v2 hierarchy only (id 0; v1 hierarchies beside it have ids of their own).
+  if (!track_tree || !tree_cgroup_id || dst->root->hierarchy_id != 0) return 0;
   bool member = member_of(task) != 0;
   bool inside = cgroup_in_tree(dst);
   if (member && !inside) scope_left = 1;

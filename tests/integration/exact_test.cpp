@@ -258,13 +258,14 @@ TEST_F(ExactTest, PssOfATreeThatGrewIsTheTreesPss) {
 void expect_counted_while_outside(const std::vector<std::string>& cmd) {
   std::string mount = unified_mount();
   if (mount.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted: run has no cgroup of its own";
-  std::vector<std::string> args = {"run", "--format", "json", "--interval", "200ms", "--"};
+  std::vector<std::string> args = {"run", "--format", "json", "--interval", "500ms", "--"};
   args.insert(args.end(), cmd.begin(), cmd.end());
   Outcome o = run_pm(args, {.sigint_after = std::nullopt, .timeout = std::chrono::seconds(60)});
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   EXPECT_EQ(o.exit_code, 0) << o.err;
-  // One thread cannot use more CPU than the interval's length: a tree read without the member
-  // would show nothing, then all 1.2 s in the interval of its exit.
+  // One thread cannot use more CPU than the interval's length (half as much again: a tree pass
+  // that comes late on a loaded machine moves some to the next interval): a tree read without
+  // the member would show nothing, then all 2 s in the interval of its exit.
   double sum = 0;
   int busy = 0;
   for (const auto& r : o.records) {
@@ -272,22 +273,22 @@ void expect_counted_while_outside(const std::vector<std::string>& cmd) {
     double cpu = r["process_tree"]["on_cpu_seconds"].get<double>();
     sum += cpu;
     if (cpu > 0.05) ++busy;
-    EXPECT_LE(cpu, 1.1 * r["interval_s"].get<double>() + 0.02) << r["process_tree"].dump();
+    EXPECT_LE(cpu, 1.5 * r["interval_s"].get<double>() + 0.02) << r["process_tree"].dump();
   }
   EXPECT_GE(busy, 3) << "the spin's CPU shows in the intervals it ran in";
-  EXPECT_GE(o.summary["proc_on_cpu_seconds"].get<double>(), 1.2);
-  EXPECT_LE(o.summary["proc_on_cpu_seconds"].get<double>(), 1.2 * 1.05 + 0.05);
+  EXPECT_GE(o.summary["proc_on_cpu_seconds"].get<double>(), 2.0);
+  EXPECT_LE(o.summary["proc_on_cpu_seconds"].get<double>(), 2.0 * 1.05 + 0.05);
 }
 
 TEST_F(ExactTest, AMemberThatMovesOutOfTheRunsCgroupStillCounts) {
   std::string parent = unified_mount() + cgroup_of(::getpid());
   expect_counted_while_outside(
-      {"sh", "-c", "echo $$ > " + parent + "/cgroup.procs && exec " + workload() + " spin 1200"});
+      {"sh", "-c", "echo $$ > " + parent + "/cgroup.procs && exec " + workload() + " spin 2000"});
 }
 
 TEST_F(ExactTest, AChildForkedIntoAnotherCgroupStillCounts) {
   std::string parent = unified_mount() + cgroup_of(::getpid());
-  expect_counted_while_outside({workload(), "cloneinto", parent, "1200"});
+  expect_counted_while_outside({workload(), "cloneinto", parent, "2000"});
 }
 
 TEST_F(ExactTest, ShortProcessPeakMemory) {

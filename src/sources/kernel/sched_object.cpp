@@ -37,6 +37,7 @@ struct SchedObject::Impl {
   bpf_link* scope_link = nullptr;
   void* scope_map = MAP_FAILED;
   size_t scope_bytes = 0;
+  bool scope_overflowed = false;  // a walk found more tasks than the array holds: not used again
   ~Impl() {
     if (scope_map != MAP_FAILED) ::munmap(scope_map, scope_bytes);
     if (scope_link != nullptr) bpf_link__destroy(scope_link);
@@ -95,7 +96,8 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const SchedObjectOptions&
     bpf_map__set_max_entries(skel->maps.scope_tasks, scoped ? kScopeTasks : 1);
   };
   auto loaded = load_skeleton<scheduler_bpf>("scheduler", target, false, scope);
-  if (!loaded && scoped) {
+  // (Refused, the typed programs are loaded again as raw_tp, which follow no tree: try without.)
+  if (scoped && (!loaded || !loaded->tree)) {
     scoped = false;
     loaded = load_skeleton<scheduler_bpf>("scheduler", target, false, scope);
   }
@@ -165,20 +167,22 @@ Status SchedObject::read_live(std::vector<pm_task>& out) {
   out.clear();
   if (!m.tree) return {};
   auto* bss = m.skel->bss;
-  if (m.scope_link != nullptr && bss->scope_left == 0) {
+  if (m.scope_link != nullptr && !m.scope_overflowed && bss->scope_left == 0) {
     if (bss->scope_joined == 0) {
       bss->scope_count = 0;
       bss->scope_overflow = 0;
       size_t none = 0;
       if (auto st = run_iterator(m.scope_link, m.bytes, none); !st) return st;
-      if (bss->scope_overflow == 0) {
+      // A member that left during the walk is not in it: this reading walks every task too.
+      if (bss->scope_overflow == 0 && bss->scope_left == 0) {
         const auto* first = static_cast<const pm_task*>(m.scope_map);
         out.assign(first, first + std::min(bss->scope_count, kScopeTasks));
         return {};
       }
-      out.clear();
+      // More tasks than the array holds: every task is walked from now on.
+      if (bss->scope_overflow != 0) m.scope_overflowed = true;
     }
-    // A task joined unmarked (the task iterator marks it), or more tasks than the array holds.
+    // A task joined unmarked (the task iterator marks it), or one left, or too many.
     bss->scope_joined = 0;
   }
   size_t size = 0;
