@@ -98,7 +98,10 @@ class ExactTest : public ::testing::Test {
     constexpr double kFaultSlack = 8;
 #endif
     EXPECT_NEAR(m.num("proc_minor_faults"), m.both("minflt"), kFaultSlack);
-    EXPECT_EQ(m.num("proc_major_faults"), m.both("majflt"));
+    // A major fault of measure's own after its measurement (a page of its code read in from disk
+    // as it writes its report) is perf-monitor's alone.
+    EXPECT_GE(m.num("proc_major_faults"), m.both("majflt"));
+    EXPECT_LE(m.num("proc_major_faults"), m.both("majflt") + 2);
     // Each task's last switch is voluntary and lands after its parent took its figures.
     double vol = m.num("proc_voluntary_switches"), vol_truth = m.both("nvcsw");
     EXPECT_GE(vol, vol_truth - 2);

@@ -60,6 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -167,9 +168,11 @@ int measure(const char* out_path, char** cmd) {
   rusage self{}, children{};
   ::getrusage(RUSAGE_SELF, &self);
   ::getrusage(RUSAGE_CHILDREN, &children);
-  // The process's I/O holds its reaped children's; its own thread's is taken out.
-  auto whole = read_io("/proc/self/io");
+  // The process's I/O holds its reaped children's; its own thread's is taken out. Its own is read
+  // first: I/O of its own in between (a page of its code read in from disk) is then in the
+  // whole too, and the part is never more than the whole.
   auto own = read_io("/proc/self/task/" + std::to_string(::getpid()) + "/io");
+  auto whole = read_io("/proc/self/io");
   auto sec = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
   char text[2048];
   int len = std::snprintf(
@@ -186,7 +189,7 @@ int measure(const char* out_path, char** cmd) {
       if (k == key) mine = o;
     }
     len += std::snprintf(text + len, sizeof text - static_cast<size_t>(len), "children_io_%s=%llu\nself_io_%s=%llu\n",
-                         key.c_str(), v - mine, key.c_str(), mine);
+                         key.c_str(), v - std::min(v, mine), key.c_str(), mine);
   }
   if (::write(out, text, static_cast<size_t>(len)) != len) return 1;
   ::close(out);
