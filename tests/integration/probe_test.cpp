@@ -115,8 +115,12 @@ TEST_F(ProbeTest, CpuBoundCallsAreOnCpu) {
     // must hold is that it never blocked, and ran for the CPU time it was asked to use.
     double ran = sp["on_cpu_s"].get<double>() + sp["runq_s"].get<double>();
     EXPECT_GE(ran, 0.95 * sp["latency_s"].get<double>()) << sp.dump();
-    // The call's time is all accounted for: running, waiting for a CPU, or blocked.
-    EXPECT_NEAR(ran + sp["blocked_s"].get<double>(), sp["latency_s"].get<double>(), 2e-6) << sp.dump();
+    // The call's time is all accounted for: running, waiting for a CPU, or blocked — to the
+    // difference of two clocks (the scheduler's run queue clock, by which on-CPU time is kept,
+    // is updated at its own moments: a few microseconds either way, 2.3 µs seen in CI).
+    EXPECT_NEAR(ran + sp["blocked_s"].get<double>(), sp["latency_s"].get<double>(),
+                1e-3 * sp["latency_s"].get<double>() + 2e-6)
+        << sp.dump();
     EXPECT_LE(sp["blocked_s"].get<double>(), 0.05 * sp["latency_s"].get<double>()) << sp.dump();
     // The CPU time it was asked to use, by its own clock (the same kernel count), strictly
     // inside the call.
