@@ -6,8 +6,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -86,7 +86,8 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const SchedObjectOptions&
   // iterator it needs); where that cannot load, the object loads without it.
   // PERF_MONITOR_TREE_WALK=tasks walks every task instead (to compare the two).
   const char* walk = std::getenv("PERF_MONITOR_TREE_WALK");
-  bool scoped = options.track_tree && options.tree_cgroup_id != 0 && (walk == nullptr || std::string_view(walk) != "tasks");
+  bool scoped =
+      options.track_tree && options.tree_cgroup_id != 0 && (walk == nullptr || std::string_view(walk) != "tasks");
   auto scope = [&scoped](scheduler_bpf* skel) {
     if (!scoped) {
       bpf_program__set_autoload(skel->progs.tree_scope_tasks, false);

@@ -7,9 +7,10 @@
 // agrees with the kernel's RSS figures of just before it, else if the same members have the same
 // RSS at the next update after it — the kernel's figures compared with the kernel's (the mm
 // counters leave out each CPU's pending pages, a few hundred KiB a process: for a large tree of
-// small processes they never agree with smaps' Rss) — else the last good pass stands. smaps_rollup walks page tables under the mmap lock (26 ms for a 4 GiB
-// process here), so passes run within a CPU budget: after a pass that cost t of CPU, the next
-// waits t / budget; a tree at a new maximum of memory gets passes sooner, within 10 × the budget.
+// small processes they never agree with smaps' Rss) — else the last good pass stands.
+// smaps_rollup walks page tables under the mmap lock (26 ms for a 4 GiB process here), so passes
+// run within a CPU budget: after a pass that cost t of CPU, the next waits t / budget; a tree at
+// a new maximum of memory gets passes sooner, within 10 × the budget.
 #pragma once
 
 #include <chrono>
