@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Application probes: a uprobe/uretprobe pair per probed function and the perf_monitor:request
 // USDT pair, with the kernel's side of every call (on-CPU, run-queue and blocked time split at
-// each switch out from the thread's own scheduler counters; switches and page faults from its
-// own counters; bios it submitted).
+// the thread's switches and checked against its own scheduler counters; switches and page faults
+// from its own counters; bios it submitted).
 //
 // Per thread (task-local storage: a pointer away from the task, no hash lookup) a stack of open
 // calls, each holding a snapshot of the thread's figures at entry; the return takes the
@@ -93,6 +93,8 @@ static __always_inline struct pm_thread *current_thread(struct task_struct *task
     t->out_at = t->in_at = now;
     t->exec_at_out = task->se.sum_exec_runtime;
     t->delay_at_out = task->sched_info.run_delay;
+    t->switches_at_out = task->nvcsw + task->nivcsw;
+    t->out_runnable = 1;
   } else {
     struct pm_probe_losses *l = losses_here();
     if (l) l->no_thread_slot++;
@@ -106,25 +108,32 @@ static __always_inline struct pm_func_stats *stats_of(__u32 func) {
 }
 
 // The time from the thread's last switch out to now, split into running, waiting for a CPU and
-// blocked; the three always add up to the span. At a switch out the running part is the
-// thread's sum_exec_runtime (the kernel's own count, the one its CPU-time clock reads) and the
-// wait its run_delay (added at the switch in); while it runs, the running stretch is from its
-// switch in, when that was traced (sum_exec_runtime lags there by up to a tick). The two
-// counters run on the scheduler's clock, the span on ktime: a difference of microseconds goes to
-// the wait, then to blocked time, never to the exact running time.
+// blocked; the three always add up to the span, on one clock (ktime), when both switches of the
+// stretch were seen (the thread's switch count says no other came in between):
+// - on the CPU from its switch in to now, as perf's task-clock counts it (a vCPU's stolen time
+//   included: the thread was running as far as the guest can tell);
+// - off it before that: if it left runnable (preempted, or yielding) all of it was a wait for a
+//   CPU; if it slept, the wait is its run_delay since (wakeup to switch in), the rest blocked.
+// A switch the kernel did not trace for us leaves the exact counters: the running part is its
+// sum_exec_runtime since the last switch out seen (behind by up to a tick while it runs), the
+// wait its run_delay, the rest blocked.
 static __always_inline void split_since_out(struct task_struct *task, struct pm_thread *t, __u64 now, bool at_out,
                                             __u64 *run, __u64 *wait, __u64 *blocked) {
   __u64 gap = now > t->out_at ? now - t->out_at : 0;
-  __u64 r;
-  if (!at_out && t->in_at >= t->out_at && t->in_at) {
+  __u64 switches = task->nvcsw + task->nivcsw - (at_out ? 1 : 0);  // at a switch out it has counted it
+  __u64 delay = task->sched_info.run_delay;
+  __u64 waited = delay > t->delay_at_out ? delay - t->delay_at_out : 0;
+  __u64 r, w;
+  if (t->in_at && t->in_at >= t->out_at && switches == t->switches_at_out) {
     r = now > t->in_at ? now - t->in_at : 0;
+    if (r > gap) r = gap;
+    w = t->out_runnable ? gap - r : waited;
   } else {
     __u64 exec = task->se.sum_exec_runtime;
     r = exec > t->exec_at_out ? exec - t->exec_at_out : 0;
+    if (r > gap) r = gap;
+    w = waited;
   }
-  if (r > gap) r = gap;
-  __u64 delay = task->sched_info.run_delay;
-  __u64 w = delay > t->delay_at_out ? delay - t->delay_at_out : 0;
   if (w > gap - r) w = gap - r;
   *run = r;
   *wait = w;
@@ -328,8 +337,9 @@ int BPF_USDT(request_end, __u64 id) {
   return 0;
 }
 
-// The scheduler's side, for threads that entered a probed call: the split at each switch out
-// (every one is traced), and the moment it gets the CPU back (when that switch in is traced).
+// The scheduler's side, for threads that entered a probed call: the split at each switch out,
+// and the moment it gets the CPU back. A switch this program did not see for a thread shows in
+// the thread's switch count, and its split falls back on the kernel's counters.
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
   struct pm_thread *pt = bpf_task_storage_get(&threads, prev, 0, 0);
@@ -342,6 +352,9 @@ int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_str
     pt->out_at = now;
     pt->exec_at_out = prev->se.sum_exec_runtime;
     pt->delay_at_out = prev->sched_info.run_delay;
+    pt->switches_at_out = prev->nvcsw + prev->nivcsw;
+    // Still runnable as it leaves (preempted, or yielding): it waits for a CPU until it is back.
+    pt->out_runnable = preempt || BPF_CORE_READ(prev, __state) == 0;
     pt->in_at = 0;
   }
   struct pm_thread *nt = bpf_task_storage_get(&threads, next, 0, 0);

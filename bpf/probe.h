@@ -54,11 +54,12 @@ struct pm_frame {
 
 /* A thread that entered a probed call: its running figures and its open calls. */
 struct pm_thread {
-  /* Its time is split at each switch out, from the kernel's own counters (exact there): since
-   * the previous one it ran (sum_exec_runtime), waited for a CPU (run_delay), or was blocked (the
-   * rest). These are the counters then, and when it got the CPU back (0: that switch was not
-   * seen, which happens: the kernel does not trace every switch in). */
-  __u64 out_at, exec_at_out, delay_at_out, in_at;
+  /* Its time is split at each switch out and at each call's ends (see split_since_out): these
+   * are when it last left the CPU, its CPU time, run-queue wait and switch count then, when it
+   * got the CPU back (0: that switch in was not seen), and whether it left runnable. */
+  __u64 out_at, exec_at_out, delay_at_out, switches_at_out, in_at;
+  __u32 out_runnable;
+  __u32 pad;
   __u64 acc[PM_KSIDE]; /* on-CPU, run-queue, blocked time up to out_at; bio bytes */
   __u32 depth;                            /* open calls, also those too deep to keep */
   __u32 in_request;
