@@ -37,10 +37,13 @@ const volatile bool track_all = false;
 const volatile __u32 cgroup_depth = 0;
 
 // --cgroup, and run's own cgroup: every task in this cgroup (or below it) belongs to the tree,
-// also one moved in later (the task iterator marks it on its next pass); 0: no such rule. Its
-// level in the v2 hierarchy.
+// also one moved in later (the task iterator marks it on its next pass); 0: no such rule.
 const volatile __u64 tree_cgroup_id = 0;
-const volatile __u32 tree_cgroup_level = 0;
+// Its level in the v2 hierarchy (looked for in the first PM_MAX_CGROUP_LEVELS), learned from the kernel's own cgroups the first time one at or
+// below it is seen (-1 until then): user space cannot know it inside a cgroup namespace, whose
+// paths start below the hierarchy's root.
+__s32 tree_cgroup_level = -1;
+#define PM_MAX_CGROUP_LEVELS 32
 // The tree's cgroup, read as a whole (tree_scope_tasks below). Written by the programs, read and
 // zeroed by user space (.bss).
 __u32 scope_count = 0;     // records the pass wrote (user space zeroes it before each)
@@ -314,12 +317,25 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 }
 
 // A child of a member is a member; while seeding, so is a child of a seed process.
-// Whether a cgroup is the tree's cgroup or below it: its ancestor at that level is it.
-static __always_inline bool cgroup_in_tree(struct cgroup *cg) {
-  if (!cg || cg->level < (int)tree_cgroup_level) return false;
+// Whether a cgroup is the tree's cgroup or below it: its ancestor at the tree cgroup's level is
+// it. Until that level is known, each of its ancestors is looked at (cgroup ids are unique).
+static __always_inline bool ancestor_is_tree(struct cgroup *cg, int level) {
   struct cgroup *anc = 0;
-  bpf_core_read(&anc, sizeof(anc), &cg->ancestors[tree_cgroup_level]);
+  bpf_core_read(&anc, sizeof(anc), &cg->ancestors[level]);
   return anc && BPF_CORE_READ(anc, kn, id) == tree_cgroup_id;
+}
+static __always_inline bool cgroup_in_tree(struct cgroup *cg) {
+  if (!cg) return false;
+  int depth = cg->level, known = tree_cgroup_level;
+  if (known >= 0) return depth >= known && ancestor_is_tree(cg, known);
+  for (int level = 0; level < PM_MAX_CGROUP_LEVELS; level++) {
+    if (level > depth) break;
+    if (ancestor_is_tree(cg, level)) {
+      tree_cgroup_level = level;
+      return true;
+    }
+  }
+  return false;
 }
 static __always_inline bool in_tree_cgroup(struct task_struct *t) { return cgroup_in_tree(t->cgroups->dfl_cgrp); }
 

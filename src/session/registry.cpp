@@ -25,8 +25,7 @@ Result<std::shared_ptr<SchedObject>> SourceContext::sched() {
     bool follow = target.mode() != Mode::kSystem;
     bool top = !follow && config.top_count > 0;
     auto loaded = SchedObject::load({config.scheduler_enabled, follow, config.scheduler_hist_unit_ns, top,
-                                     top ? static_cast<uint32_t>(config.cgroup_depth) : 0, target.cgroup_id(),
-                                     target.cgroup_level()});
+                                     top ? static_cast<uint32_t>(config.cgroup_depth) : 0, target.cgroup_id()});
     if (loaded) {
       sched_ = std::move(*loaded);
     } else {

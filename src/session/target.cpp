@@ -132,12 +132,6 @@ void cgroup_processes(const std::string& dir, std::vector<int>& out) {
   }
 }
 
-// A cgroup directory's level in the v2 hierarchy mounted at `mount` (the root's is 0).
-uint32_t level_below(const std::string& dir, const std::string& mount) {
-  std::string rel = dir.substr(mount.size());
-  return static_cast<uint32_t>(std::count(rel.begin(), rel.end(), '/'));
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Target>> Target::create(const TargetSpec& spec) {
@@ -153,7 +147,6 @@ Result<std::unique_ptr<Target>> Target::create(const TargetSpec& spec) {
                                              " (see its directories, or /proc/PID/cgroup's 0:: line)");
     }
     t->cgroup_dir_ = dir;
-    t->cgroup_level_ = level_below(dir, mount);
     cgroup_processes(dir, t->roots_);
     return t;
   }
@@ -250,7 +243,6 @@ Result<std::unique_ptr<Target>> Target::create(const TargetSpec& spec) {
     } else if (std::string mount = unified_mount(); !mount.empty() && r.cgroup->path().starts_with(mount)) {
       // The command's tree is its cgroup's tasks (the kernel reads it by cgroup).
       t->cgroup_id_ = pm::cgroup_id(r.cgroup->path());
-      t->cgroup_level_ = level_below(r.cgroup->path(), mount);
     }
   }
   // The open-files limit is raised for perf-monitor itself (a large tree's /proc files).

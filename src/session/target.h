@@ -60,11 +60,10 @@ class Target {
   [[nodiscard]] std::vector<int> threads() const;
   [[nodiscard]] bool starts_at_exec() const { return spec_.mode == Mode::kRun; }
   [[nodiscard]] std::string executable() const;
-  // --cgroup: its directory; its id and level in the v2 hierarchy, also run's own cgroup's (the
-  // kernel follows its tasks, also those that join later; 0 when there is none).
+  // --cgroup: its directory; its id in the v2 hierarchy, also run's own cgroup's (the kernel
+  // follows its tasks, also those that join later; 0 when there is none).
   [[nodiscard]] const std::string& cgroup_dir() const { return cgroup_dir_; }
   [[nodiscard]] uint64_t cgroup_id() const { return cgroup_id_; }
-  [[nodiscard]] uint32_t cgroup_level() const { return cgroup_level_; }
   // The tree's source (the session owns it), for signals and reaping.
   void follow(TreeSource* tree) { tree_ = tree; }
   // Processes found after the first look (attach: forked while the sources opened).
@@ -112,7 +111,6 @@ class Target {
   UniqueFd pidfd_;            // attach: readable when the root exits
   std::string cgroup_dir_;
   uint64_t cgroup_id_ = 0;
-  uint32_t cgroup_level_ = 0;
   int root_ = 0;
   bool root_exited_ = false;
   int terminations_ = 0;      // terminating signals received

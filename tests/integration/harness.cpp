@@ -3,9 +3,11 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -128,6 +130,40 @@ bool RunningPm::running() {
 
 std::string RunningPm::out_so_far() const { return slurp(base_ + ".out"); }
 std::string RunningPm::err_so_far() const { return slurp(base_ + ".err"); }
+
+AttachedRun attach_to_workload(const std::vector<std::string>& workload_args, const std::vector<std::string>& args) {
+  AttachedRun r;
+  auto forked = std::chrono::steady_clock::now();
+  pid_t child = ::fork();
+  if (child == 0) {
+    std::vector<char*> argv = {const_cast<char*>("pm-workload")};
+    for (const auto& a : workload_args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(workload().c_str(), argv.data());
+    ::_exit(127);
+  }
+  std::vector<std::string> all = {"attach", "--pid", std::to_string(child)};
+  all.insert(all.end(), args.begin(), args.end());
+  r.o = run_pm(all);
+  rusage ru{};
+  ::wait4(child, nullptr, 0, &ru);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - forked).count();
+  r.tree_cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                 static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  double monitored = r.o.summary.is_object() ? r.o.summary.value("duration_s", 0.0) : 0.0;
+  double cpus = static_cast<double>(::sysconf(_SC_NPROCESSORS_ONLN));
+  r.before_attach_max_s = std::max(0.0, wall - monitored) * cpus;
+  return r;
+}
+
+bool RunningPm::wait_for_output(const std::string& text, std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (out_so_far().find(text) == std::string::npos) {
+    if (!running() || std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
 
 Outcome RunningPm::stop(int sig, std::chrono::seconds timeout) {
   Outcome o;

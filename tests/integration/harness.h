@@ -35,6 +35,17 @@ void parse_records(Outcome& o);
 // A fresh path prefix in the scratch directory.
 std::string temp_base();
 
+// perf-monitor attached (`attach --pid`, then `args`) to a workload tree started just before
+// (pm-workload with `workload_args`), with the truth to hold it to: the tree's CPU time from the
+// kernel at reap, and the most of it that can have passed before perf-monitor attached (every
+// CPU busy from the fork until monitoring began: start-up is slow in a sanitizer build).
+struct AttachedRun {
+  Outcome o;
+  double tree_cpu_s = 0;
+  double before_attach_max_s = 0;
+};
+AttachedRun attach_to_workload(const std::vector<std::string>& workload_args, const std::vector<std::string>& args);
+
 // perf-monitor running in the background, for tests that talk to it while it runs. Killed
 // (SIGKILL) if still running when destroyed.
 class RunningPm {
@@ -47,6 +58,9 @@ class RunningPm {
   bool running();  // false once it exited (then reaped)
   [[nodiscard]] std::string out_so_far() const;
   [[nodiscard]] std::string err_so_far() const;
+  // Waits until its output holds `text` (JSON: "\"header\"" once monitoring has begun, its
+  // sources open: start-up takes longer in a sanitizer build on a busy machine).
+  bool wait_for_output(const std::string& text, std::chrono::seconds timeout = std::chrono::seconds(30));
   // Sends sig (unless it already exited), waits for the end, and collects what it printed.
   Outcome stop(int sig = SIGINT, std::chrono::seconds timeout = std::chrono::seconds(30));
 

@@ -93,7 +93,11 @@ TEST_F(LifecycleTest, CommandIgnoringTermIsKilledAfterTheGrace) {
 TEST_F(LifecycleTest, SecondSignalKillsTheWholeTreeAndSaysHowItEnded) {
   std::string s = unique_sleep();
   RunningPm pm({"--format", "json", "run", "--", "sh", "-c", "trap '' TERM INT; sleep " + s + " & wait"});
-  std::this_thread::sleep_for(milliseconds(700));
+  // Once its sleep runs, the shell has set its traps (start-up is slow in a sanitizer build).
+  for (auto start = Clock::now(); processes_with("sleep " + s) == 0 && since(start) < 30;) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_EQ(processes_with("sleep " + s), 1) << pm.err_so_far();
   ::kill(pm.pid(), SIGTERM);
   std::this_thread::sleep_for(milliseconds(300));
   EXPECT_TRUE(pm.running()) << "the first signal goes to the command, which ignores it";

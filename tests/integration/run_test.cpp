@@ -146,23 +146,19 @@ TEST_F(RunTest, TextOutputToAFile) {
 }
 
 TEST_F(RunTest, AttachFollowsARunningTreeUntilItExits) {
-  pid_t child = ::fork();
-  if (child == 0) {
-    ::execl(workload().c_str(), "pm-workload", "children", "2", "16", "2", "1000", nullptr);
-    ::_exit(127);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  Outcome o = run_pm({"attach", "--pid", std::to_string(child), "--format", "json", "--interval", "200ms"});
-  int status = 0;
-  ::waitpid(child, &status, 0);
+  AttachedRun a = attach_to_workload({"children", "2", "16", "2", "2000"}, {"--format", "json", "--interval", "200ms"});
+  const Outcome& o = a.o;
   EXPECT_EQ(o.exit_code, 0) << o.err;
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   EXPECT_EQ(o.summary["mode"], "attach");
   EXPECT_EQ(o.summary["end_reason"], "exited");
   EXPECT_GE(num(o, "proc_processes_seen_max"), 3);
-  // Counted from the moment of attaching, which a sanitizer build reaches late (loading BPF
-  // takes it a few hundred ms): most, not all, of the children's 2 s of CPU.
-  EXPECT_GE(num(o, "proc_cpu_user_seconds") + num(o, "proc_cpu_system_seconds"), 2 * 1.0 * 0.6);
+  // Counted from the moment of attaching: the tree's CPU but what can have passed before, never
+  // more than the tree's own.
+  double cpu = num(o, "proc_cpu_user_seconds") + num(o, "proc_cpu_system_seconds");
+  EXPECT_LE(cpu, a.tree_cpu_s + 0.02);
+  EXPECT_GE(cpu, a.tree_cpu_s - a.before_attach_max_s - 0.02) << "tree " << a.tree_cpu_s << " s";
+  EXPECT_GE(cpu, 0.25 * a.tree_cpu_s) << "tree " << a.tree_cpu_s << " s";
 }
 
 }  // namespace

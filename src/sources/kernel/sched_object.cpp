@@ -81,7 +81,6 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const SchedObjectOptions&
   target.track_all = options.track_all;
   target.cgroup_depth = options.cgroup_depth;
   target.tree_cgroup_id = options.tree_cgroup_id;
-  target.tree_cgroup_level = options.tree_cgroup_level;
   // A tree in a cgroup of its own is read by cgroup (kernels since 6.7 have the task list
   // iterator it needs); where that cannot load, the object loads without it.
   // PERF_MONITOR_TREE_WALK=tasks walks every task instead (to compare the two).

@@ -28,7 +28,6 @@ struct SchedObjectOptions {
   bool track_all = false;        // every task's figures, for the top lists (needs tp_btf)
   uint32_t cgroup_depth = 0;     // run-queue latency per cgroup at this depth (0: off; tp_btf)
   uint64_t tree_cgroup_id = 0;   // the tree is this cgroup's tasks, present and future (--cgroup)
-  uint32_t tree_cgroup_level = 0;
 };
 
 // One cgroup's run-queue latency, summed over the CPUs (log2 buckets in the histogram unit).

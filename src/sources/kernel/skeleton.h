@@ -29,7 +29,6 @@ struct TreeTarget {
   bool track_all = false;        // objects that can: every task (the top lists)
   uint32_t cgroup_depth = 0;     // objects that can: run-queue latency per cgroup at this depth
   uint64_t tree_cgroup_id = 0;   // objects that can: the tree is this cgroup's tasks (--cgroup)
-  uint32_t tree_cgroup_level = 0;
   int members_fd = -1;           // the tree's membership map, when another object owns it
   uint64_t hist_unit_ns = 1000;  // latency histograms: bucket i below 2^i of these
   bool count_system = true;      // objects that can: the system-wide figures too
@@ -64,7 +63,6 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
   if constexpr (requires { skel->rodata->cgroup_depth; }) skel->rodata->cgroup_depth = btf ? target.cgroup_depth : 0;
   if constexpr (requires { skel->rodata->tree_cgroup_id; }) {
     skel->rodata->tree_cgroup_id = tree ? target.tree_cgroup_id : 0;
-    skel->rodata->tree_cgroup_level = target.tree_cgroup_level;
   }
   // Objects that filter out perf-monitor's own threads in the kernel.
   if constexpr (requires { skel->rodata->self_tgid; }) skel->rodata->self_tgid = static_cast<__u32>(::getpid());
