@@ -205,7 +205,18 @@ TEST(Cli, UnwritableOutputIsAUsageError) {
 }
 
 TEST(Cli, SystemModeSigintPrintsTheSummary) {
-  Outcome o = run_pm({"--format", "json", "--interval", "200ms"}, {.sigint_after = std::chrono::milliseconds(1500)});
+  RunningPm pm({"--format", "json", "--interval", "200ms"});
+  auto intervals_so_far = [&] {
+    std::string out = pm.out_so_far();
+    size_t n = 0;
+    for (size_t at = out.find("\"type\":\"interval\""); at != std::string::npos;
+         at = out.find("\"type\":\"interval\"", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  for (int i = 0; i < 1500 && intervals_so_far() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Outcome o = pm.stop(SIGINT);
   EXPECT_EQ(o.exit_code, 0) << o.err;
   ASSERT_FALSE(o.summary.is_null()) << o.out;
   EXPECT_EQ(o.summary["end_reason"], "interrupted");

@@ -155,12 +155,13 @@ int bpf_progs_of(pid_t pid) {
   return n;
 }
 
-int progs_while_running(const std::vector<std::string>& args) {
-  pid_t pid = start_pm(args, "/dev/null", "/dev/null");
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
-  int n = bpf_progs_of(pid);
-  ::kill(pid, SIGINT);
-  ::waitpid(pid, nullptr, 0);
+// Its BPF programs and links once monitoring has begun (the header is out: every source open).
+int progs_while_running(std::vector<std::string> args) {
+  args.insert(args.end(), {"--format", "json", "--interval", "10s"});
+  RunningPm pm(args);
+  EXPECT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
+  int n = bpf_progs_of(pm.pid());
+  pm.stop(SIGINT);
   return n;
 }
 
