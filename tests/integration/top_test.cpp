@@ -97,6 +97,15 @@ std::vector<nlohmann::json> tops(const Outcome& o) {
   return out;
 }
 
+// Each interval's length, in the order of tops(o).
+std::vector<double> top_seconds(const Outcome& o) {
+  std::vector<double> out;
+  for (const auto& r : o.records) {
+    if (r.value("type", "") == "interval" && r.contains("top")) out.push_back(r["interval_s"].get<double>());
+  }
+  return out;
+}
+
 const nlohmann::json* cgroup_row(const nlohmann::json& top, const std::string& path) {
   for (const auto& c : top["cgroups"]) {
     if (c["cgroup"] == path) return &c;
@@ -209,21 +218,24 @@ TEST_F(TopTest, RunQueueWaitPerProcessAgreesWithSchedstat) {
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   ASSERT_GE(truth.size(), 4u) << "too few intervals";
   auto all = tops(o);
+  auto secs = top_seconds(o);
   ASSERT_GE(all.size(), truth.size());
   // Intervals 2..last seen: ours summed, against the run delay between their records.
-  double ours = 0;
+  double ours = 0, span = 0;
   for (size_t i = 1; i < truth.size(); ++i) {
     for (const auto& p : all[i]["processes"]) {
       if (p["pid"] == one) ours += p["runq_s"].get<double>();
     }
-    // Contention: the cgroup's two burners wait at least 40 % of their time, each.
+    span += secs[i];
+    // Contention: the cgroup's two burners wait at least 40 % of their time, each (an interval
+    // after a late tick is shorter: the ticks keep their grid).
     if (const auto* r = cgroup_row(all[i], e.path())) {
-      EXPECT_GE((*r)["runq_s"].get<double>(), 2 * 0.4) << r->dump();
+      EXPECT_GE((*r)["runq_s"].get<double>(), 2 * 0.4 * secs[i]) << r->dump();
     }
   }
   double expected = truth.back() - truth.front();
   EXPECT_NEAR(ours, expected, 0.05 * expected);
-  EXPECT_GE(ours / static_cast<double>(truth.size() - 1), 0.4);
+  EXPECT_GE(ours / span, 0.4);
 }
 
 TEST_F(TopTest, ShortLivedProcessesAreCountedAndNamed) {
@@ -291,7 +303,9 @@ TEST_F(TopTest, ProcessesThatLiveAcrossReadingsAreCountedOnce) {
     for (const auto& p : t["processes"]) {
       if (p["comm"] != "pm-life") continue;
       per_pid[p["pid"].get<int>()] += cpu_of(p);
-      EXPECT_LE(cpu_of(p), 1.1 * seconds + 0.01) << "one thread, more than the interval's CPU: " << p.dump();
+      // One thread: no more than the interval's CPU, to the jitter of when the reading is taken
+      // (a life counted twice would be 150 ms more).
+      EXPECT_LE(cpu_of(p), seconds + 0.04) << "one thread, more than the interval's CPU: " << p.dump();
     }
     if (const auto* r = cgroup_row(t, d.path())) cgroup += cpu_of(*r);
   }
