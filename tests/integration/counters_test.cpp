@@ -93,19 +93,10 @@ TEST_F(CountersTest, CountingStartsAtExec) {
 }
 
 // /proc/stat's ctxt: every context switch since boot.
-double proc_stat_ctxt() {
-  std::ifstream in("/proc/stat");
-  for (std::string key; in >> key;) {
-    double v = 0;
-    if (key == "ctxt" && in >> v) return v;
-  }
-  return NAN;
-}
-
 TEST_F(CountersTest, SystemWideSwitchesAgreeWithProcStat) {
   // A load that switches a lot, and perf-monitor system-wide with the eBPF scheduler off: perf's
   // counter then fills scheduler.context_switches (it outranks /proc/stat). Its rate against the
-  // rate of /proc/stat's ctxt, read here around the run, within 10%.
+  // rate of /proc/stat's ctxt, read here from when monitoring began to its end, within 10%.
   std::string config = scratch_dir() + "/pm-no-ebpf-sched.toml";
   std::ofstream(config) << "[scheduler]\nenabled = false\n";
   pid_t load = ::fork();
@@ -113,12 +104,9 @@ TEST_F(CountersTest, SystemWideSwitchesAgreeWithProcStat) {
     ::execl(workload().c_str(), "pm-workload", "pingpong", "40000000", nullptr);  // outlasts the test
     ::_exit(127);
   }
-  auto t0 = std::chrono::steady_clock::now();
-  double before = proc_stat_ctxt();
-  Outcome o = run_pm(
+  SwitchWindow w = switches_while_monitoring(
       {"--config", config, "--format", "json", "-e", "context-switches", "--interval", "500ms", "--duration", "2s"});
-  double after = proc_stat_ctxt();
-  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const Outcome& o = w.o;
   ::kill(load, SIGKILL);
   ::waitpid(load, nullptr, 0);
   ::unlink(config.c_str());
@@ -126,9 +114,9 @@ TEST_F(CountersTest, SystemWideSwitchesAgreeWithProcStat) {
   ASSERT_TRUE(o.summary["scheduler"]["context_switches"].is_object()) << o.summary.dump();
   const nlohmann::json& ours = o.summary["scheduler"]["context_switches"];
   EXPECT_GT(ours.size(), 2u) << "perf's counter has a series per CPU: " << ours.dump();
-  double proc_rate = (after - before) / wall,
+  double proc_rate = w.proc_switches / w.wall_s,
          our_rate = ours["all"].get<double>() / o.summary["duration_s"].get<double>();
-  EXPECT_GT(after - before, 10000);
+  EXPECT_GT(w.proc_switches, 10000);
   EXPECT_NEAR(our_rate, proc_rate, proc_rate * 0.1);
   // Per CPU values add up to the total.
   double sum = 0;

@@ -156,6 +156,33 @@ AttachedRun attach_to_workload(const std::vector<std::string>& workload_args, co
   return r;
 }
 
+namespace {
+double proc_stat_ctxt() {
+  std::ifstream in("/proc/stat");
+  for (std::string key; in >> key;) {
+    double v = 0;
+    if (key == "ctxt" && in >> v) return v;
+  }
+  return 0;
+}
+}  // namespace
+
+SwitchWindow switches_while_monitoring(const std::vector<std::string>& args) {
+  SwitchWindow w;
+  RunningPm pm(args);
+  if (!pm.wait_for_output("\"header\"")) {
+    w.o = pm.stop(SIGKILL);
+    return w;
+  }
+  auto begun = std::chrono::steady_clock::now();
+  double before = proc_stat_ctxt();
+  while (pm.running()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  w.proc_switches = proc_stat_ctxt() - before;
+  w.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
+  w.o = pm.stop(SIGINT);
+  return w;
+}
+
 bool RunningPm::wait_for_output(const std::string& text, std::chrono::seconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (out_so_far().find(text) == std::string::npos) {

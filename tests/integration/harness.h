@@ -35,6 +35,16 @@ void parse_records(Outcome& o);
 // A fresh path prefix in the scratch directory.
 std::string temp_base();
 
+// perf-monitor run with `args` (a --duration among them) while /proc/stat's context switch
+// count is read when monitoring begins (its header is out) and when it has ended: the kernel's
+// count over a window that holds the monitored one to the polling's few milliseconds.
+struct SwitchWindow {
+  Outcome o;
+  double proc_switches = 0;
+  double wall_s = 0;
+};
+SwitchWindow switches_while_monitoring(const std::vector<std::string>& args);
+
 // perf-monitor attached (`attach --pid`, then `args`) to a workload tree started just before
 // (pm-workload with `workload_args`), with the truth to hold it to: the tree's CPU time from the
 // kernel at reap, and the most of it that can have passed before perf-monitor attached (every

@@ -97,36 +97,24 @@ TEST_F(SchedulerTest, ForkedChildrenAreFollowedInTheKernel) {
 }
 
 // /proc/stat's ctxt: every context switch since boot.
-double proc_stat_ctxt() {
-  std::ifstream in("/proc/stat");
-  for (std::string key; in >> key;) {
-    double v = 0;
-    if (key == "ctxt" && in >> v) return v;
-  }
-  return NAN;
-}
-
 TEST_F(SchedulerTest, SystemWideSwitchesAgreeWithProcStat) {
   // eBPF fills scheduler.context_switches (it outranks perf's counter and /proc/stat, which the
-  // summary then leaves out): its rate against the rate of /proc/stat's ctxt, read here around
-  // the run, under a load that switches steadily.
+  // summary then leaves out): its rate against the rate of /proc/stat's ctxt, read here from
+  // when monitoring began to its end, under a load that switches steadily.
   pid_t load = ::fork();
   if (load == 0) {
     ::execl(workload().c_str(), "pm-workload", "pingpong", "40000000", nullptr);  // outlasts the test
     ::_exit(127);
   }
-  auto t0 = std::chrono::steady_clock::now();
-  double before = proc_stat_ctxt();
-  Outcome o = run_pm({"--format", "json", "--interval", "500ms", "--duration", "2s"});
-  double after = proc_stat_ctxt();
-  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  SwitchWindow w = switches_while_monitoring({"--format", "json", "--interval", "500ms", "--duration", "2s"});
+  const Outcome& o = w.o;
   ::kill(load, SIGKILL);
   ::waitpid(load, nullptr, 0);
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   ASSERT_TRUE(o.summary["scheduler"]["context_switches"].is_object()) << o.summary.dump();
   double ours = o.summary["scheduler"]["context_switches"]["all"].get<double>();
-  double proc_rate = (after - before) / wall, our_rate = ours / o.summary["duration_s"].get<double>();
-  EXPECT_GT(after - before, 10000);
+  double proc_rate = w.proc_switches / w.wall_s, our_rate = ours / o.summary["duration_s"].get<double>();
+  EXPECT_GT(w.proc_switches, 10000);
   EXPECT_NEAR(our_rate, proc_rate, proc_rate * 0.1);
   double per_cpu = 0;
   for (const auto& [cpu, v] : o.summary["scheduler"]["context_switches"].items()) {
