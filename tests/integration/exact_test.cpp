@@ -222,6 +222,7 @@ TEST_F(ExactTest, PssOfATreeThatGrewIsTheTreesPss) {
   // every later pass incoherent and left the first one, of one process, standing). The truth:
   // every member's smaps_rollup Pss, summed by the test while the tree sleeps.
   RunningPm pm({"run", "--format", "json", "--interval", "500ms", "--", workload(), "sleepers", "300", "4000"});
+  ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();  // the command starts then
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   double truth = 0;
   int counted = 0;

@@ -166,8 +166,8 @@ TEST_F(ProbeTest, TheSummaryListsTheSlowestRequests) {
 }
 
 TEST_F(ProbeTest, ACallCutShortByExitIsCountedOpen) {
-  // A 5 s sleep ended after 0.5 s: the command is sent SIGTERM inside the call.
-  Outcome o = run_pm({"run", "--format", "json", "--duration", "500ms", "--probe", kShop + ":process_request", "--",
+  // A 5 s sleep ended after 2 s: the command is sent SIGTERM inside the call.
+  Outcome o = run_pm({"run", "--format", "json", "--duration", "2s", "--probe", kShop + ":process_request", "--",
                       kShop, "--kind", "sleep", "--ms", "5000", "--requests", "1"});
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   EXPECT_EQ(o.summary["probe"]["calls"][kProcess].get<double>(), 0);
