@@ -178,6 +178,7 @@ TEST_F(ProbeTest, SystemWideProbesLeaveOutPerfMonitorItself) {
   // libc's malloc, system-wide: other processes' calls are seen; perf-monitor's own (it
   // allocates as it writes every span) never are, or the probe would feed on itself.
   std::string out = scratch_dir() + "/probe-self.jsonl";
+  ::unlink(out.c_str());  // a header there must be this run's
   pid_t pm = start_pm({"--format", "json", "--interval", "200ms", "--duration", "1500ms", "--probe", "libc.so.6:malloc"},
                       out, "/dev/null");
   // Once the header is out the probe is attached (start-up is slow in a sanitizer build).
