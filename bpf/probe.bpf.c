@@ -21,6 +21,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 
+#include "core_fixes.bpf.h"
 #include "probe.h"
 #include "tree.bpf.h"
 
@@ -198,10 +199,16 @@ static __always_inline void close_frame(struct task_struct *task, struct pm_thre
     if (b->n == 0) b->first_ns = now;
     sp = &b->spans[b->n & (PM_SPAN_BATCH - 1)];
   }
+  __u64 d[PM_KSIDE];
+  for (int i = 0; i < PM_KSIDE; ++i) d[i] = cur[i] > f->snap[i] ? cur[i] - f->snap[i] : 0;
+  // The time parts add up to the span, also when a stretch fell back on the kernel's counters
+  // (behind by up to a tick while the thread runs, exact at its next switch out).
+  if (d[PM_ON_CPU_NS] > dur) d[PM_ON_CPU_NS] = dur;
+  if (d[PM_RUNQ_NS] > dur - d[PM_ON_CPU_NS]) d[PM_RUNQ_NS] = dur - d[PM_ON_CPU_NS];
+  d[PM_BLOCKED_NS] = dur - d[PM_ON_CPU_NS] - d[PM_RUNQ_NS];
   for (int i = 0; i < PM_KSIDE; ++i) {
-    __u64 d = cur[i] > f->snap[i] ? cur[i] - f->snap[i] : 0;
-    s->kside[i] += d;
-    if (sp) sp->kside[i] = d;
+    s->kside[i] += d[i];
+    if (sp) sp->kside[i] = d[i];
   }
   if (!b || !sp) return;
   sp->start_ns = f->start;
@@ -343,7 +350,7 @@ int BPF_USDT(request_end, __u64 id) {
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
   struct pm_thread *pt = bpf_task_storage_get(&threads, prev, 0, 0);
-  if (pt) {
+  if (pt && pt->out_at) {  // (0: its storage is being set up by a probe this switch interrupted)
     __u64 now = bpf_ktime_get_ns(), run, wait, blocked;
     split_since_out(prev, pt, now, true, &run, &wait, &blocked);
     pt->acc[PM_ON_CPU_NS] += run;
@@ -354,7 +361,7 @@ int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_str
     pt->delay_at_out = prev->sched_info.run_delay;
     pt->switches_at_out = prev->nvcsw + prev->nivcsw;
     // Still runnable as it leaves (preempted, or yielding): it waits for a CPU until it is back.
-    pt->out_runnable = preempt || BPF_CORE_READ(prev, __state) == 0;
+    pt->out_runnable = preempt || TASK_STATE_BTF(prev) == 0;
     pt->in_at = 0;
   }
   struct pm_thread *nt = bpf_task_storage_get(&threads, next, 0, 0);

@@ -477,6 +477,8 @@ SEC("iter/cgroup")
 int tree_scope_tasks(struct bpf_iter__cgroup *ctx) {
   struct cgroup *cg = ctx->cgroup;
   if (!cg || !track_tree) return 0;
+  // The walk begins at the tree's cgroup itself: its level, once and for all.
+  if (tree_cgroup_level < 0 && cg->kn->id == tree_cgroup_id) tree_cgroup_level = cg->level;
   struct bpf_iter_css_task it;
   struct task_struct *t;
   bpf_iter_css_task_new(&it, &cg->self, 0);
