@@ -124,17 +124,16 @@ static __always_inline void split_since_out(struct task_struct *task, struct pm_
   __u64 switches = task->nvcsw + task->nivcsw - (at_out ? 1 : 0);  // at a switch out it has counted it
   __u64 delay = task->sched_info.run_delay;
   __u64 waited = delay > t->delay_at_out ? delay - t->delay_at_out : 0;
-  __u64 r, w;
-  if (t->in_at && t->in_at >= t->out_at && switches == t->switches_at_out) {
+  bool seen = t->in_at && t->in_at >= t->out_at && switches == t->switches_at_out;
+  __u64 r;
+  if (seen) {
     r = now > t->in_at ? now - t->in_at : 0;
-    if (r > gap) r = gap;
-    w = t->out_runnable ? gap - r : waited;
   } else {
     __u64 exec = task->se.sum_exec_runtime;
     r = exec > t->exec_at_out ? exec - t->exec_at_out : 0;
-    if (r > gap) r = gap;
-    w = waited;
   }
+  if (r > gap) r = gap;
+  __u64 w = seen && t->out_runnable ? gap - r : waited;
   if (w > gap - r) w = gap - r;
   *run = r;
   *wait = w;

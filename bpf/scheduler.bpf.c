@@ -39,9 +39,10 @@ const volatile __u32 cgroup_depth = 0;
 // --cgroup, and run's own cgroup: every task in this cgroup (or below it) belongs to the tree,
 // also one moved in later (the task iterator marks it on its next pass); 0: no such rule.
 const volatile __u64 tree_cgroup_id = 0;
-// Its level in the v2 hierarchy (looked for in the first PM_MAX_CGROUP_LEVELS), learned from the kernel's own cgroups the first time one at or
-// below it is seen (-1 until then): user space cannot know it inside a cgroup namespace, whose
-// paths start below the hierarchy's root.
+// Its level in the v2 hierarchy, learned from the kernel's own cgroups (-1 until then): at the
+// first walk of the cgroup, or the first cgroup at or below it seen (its first
+// PM_MAX_CGROUP_LEVELS ancestors looked at). User space cannot know it inside a cgroup
+// namespace, whose paths start below the hierarchy's root.
 __s32 tree_cgroup_level = -1;
 #define PM_MAX_CGROUP_LEVELS 32
 // The tree's cgroup, read as a whole (tree_scope_tasks below). Written by the programs, read and

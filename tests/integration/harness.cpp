@@ -14,7 +14,6 @@
 #include <thread>
 
 namespace pm::test {
-namespace {
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -22,6 +21,25 @@ std::string slurp(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+bool wait_for_text(const std::string& path, const std::string& text, std::chrono::seconds timeout,
+                   const std::function<bool()>& still_running) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (slurp(path).find(text) == std::string::npos) {
+    if ((still_running && !still_running()) || std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+double reap_cpu_s(pid_t pid) {
+  rusage ru{};
+  ::wait4(pid, nullptr, 0, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+namespace {
 
 }  // namespace
 
@@ -145,11 +163,8 @@ AttachedRun attach_to_workload(const std::vector<std::string>& workload_args, co
   std::vector<std::string> all = {"attach", "--pid", std::to_string(child)};
   all.insert(all.end(), args.begin(), args.end());
   r.o = run_pm(all);
-  rusage ru{};
-  ::wait4(child, nullptr, 0, &ru);
+  r.tree_cpu_s = reap_cpu_s(child);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - forked).count();
-  r.tree_cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                 static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   double monitored = r.o.summary.is_object() ? r.o.summary.value("duration_s", 0.0) : 0.0;
   double cpus = static_cast<double>(::sysconf(_SC_NPROCESSORS_ONLN));
   r.before_attach_max_s = std::max(0.0, wall - monitored) * cpus;
@@ -184,12 +199,7 @@ SwitchWindow switches_while_monitoring(const std::vector<std::string>& args) {
 }
 
 bool RunningPm::wait_for_output(const std::string& text, std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (out_so_far().find(text) == std::string::npos) {
-    if (!running() || std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
+  return wait_for_text(base_ + ".out", text, timeout, [this] { return running(); });
 }
 
 Outcome RunningPm::stop(int sig, std::chrono::seconds timeout) {

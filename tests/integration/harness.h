@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,15 @@ pid_t start_pm(const std::vector<std::string>& args, const std::string& out_path
 void parse_records(Outcome& o);
 // A fresh path prefix in the scratch directory.
 std::string temp_base();
+// A file's whole text ("" when it cannot be read).
+std::string slurp(const std::string& path);
+// Waits until the file at `path` holds `text`; false after `timeout`, or at once when
+// `still_running` (if given) says the writer has ended without it.
+bool wait_for_text(const std::string& path, const std::string& text, std::chrono::seconds timeout,
+                   const std::function<bool()>& still_running = {});
+// Reaps `pid` and returns its CPU time (user + system, with its reaped descendants'): the
+// kernel's own count.
+double reap_cpu_s(pid_t pid);
 
 // perf-monitor run with `args` (a --duration among them) while /proc/stat's context switch
 // count is read when monitoring begins (its header is out) and when it has ended: the kernel's

@@ -182,12 +182,7 @@ TEST_F(ProbeTest, SystemWideProbesLeaveOutPerfMonitorItself) {
   pid_t pm = start_pm({"--format", "json", "--interval", "200ms", "--duration", "1500ms", "--probe", "libc.so.6:malloc"},
                       out, "/dev/null");
   // Once the header is out the probe is attached (start-up is slow in a sanitizer build).
-  auto has_header = [&] {
-    std::ifstream in(out);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return text.find("\"header\"") != std::string::npos;
-  };
-  for (int i = 0; i < 1500 && !has_header(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_for_text(out, "\"header\"", std::chrono::seconds(30));
   for (int i = 0; i < 5; ++i) ASSERT_EQ(std::system("ls -l / > /dev/null"), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(pm, &status, 0), pm);

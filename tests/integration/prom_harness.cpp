@@ -31,13 +31,6 @@ namespace {
 
 constexpr const char* kPrometheus = "/usr/bin/prometheus";
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 HttpResponse http_get(int port, const std::string& target, std::chrono::milliseconds timeout,

@@ -494,14 +494,8 @@ TEST_F(TopTest, CgroupTargetFollowsItsProcessesOnly) {
     ::_exit(127);
   }
   // The truth: each child's own CPU, from the kernel at reap.
-  auto cpu_of = [](pid_t pid) {
-    rusage ru{};
-    ::wait4(pid, nullptr, 0, &ru);
-    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-  };
-  double before_cpu = cpu_of(before), after_cpu = cpu_of(after);
-  cpu_of(outside);
+  double before_cpu = reap_cpu_s(before), after_cpu = reap_cpu_s(after);
+  reap_cpu_s(outside);
   std::this_thread::sleep_for(milliseconds(600));
   Outcome o = pm.stop(SIGINT);
   ASSERT_FALSE(o.summary.is_null()) << o.err;
@@ -533,24 +527,14 @@ TEST_F(TopTest, CgroupTargetInsideACgroupNamespaceFollowsProcessesThatJoin) {
             inside.c_str(), nullptr);
     ::_exit(127);
   }
-  auto slurp = [](const std::string& path) {
-    std::ifstream in(path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  for (int i = 0; i < 1500 && slurp(base + ".out").find("\"header\"") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  ASSERT_NE(slurp(base + ".out").find("\"header\""), std::string::npos) << slurp(base + ".err");
+  ASSERT_TRUE(wait_for_text(base + ".out", "\"header\"", std::chrono::seconds(30))) << slurp(base + ".err");
   pid_t joiner = ::fork();
   if (joiner == 0) {
     std::ofstream(t_dir + "/cgroup.procs") << ::getpid() << std::flush;
     ::execl(workload().c_str(), "pm-workload", "spin", "500", nullptr);
     ::_exit(127);
   }
-  rusage ru{};
-  ::wait4(joiner, nullptr, 0, &ru);
-  double truth = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                 static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  double truth = reap_cpu_s(joiner);
   std::this_thread::sleep_for(milliseconds(500));
   ::kill(pm, SIGINT);
   int status = 0;
