@@ -106,7 +106,15 @@ class ExactTest : public ::testing::Test {
     double vol = m.num("proc_voluntary_switches"), vol_truth = m.both("nvcsw");
     EXPECT_GE(vol, vol_truth - 2);
     EXPECT_LE(vol, vol_truth + tasks + 2);
-    EXPECT_NEAR(m.num("proc_involuntary_switches"), m.both("nivcsw"), 3);
+    // The kernel adds a thread's switches to its process's as it releases it (in the thread's own
+    // exit_notify) and a process's to its parent's as the parent reaps it (maybe before the zombie
+    // is off its CPU); the task can still be preempted after that on its way to its last switch,
+    // more often on a loaded machine. perf-monitor, which takes the figures at that last switch,
+    // counts those and the truth does not (nor measure's own after its measurement). It never
+    // counts fewer but for the held child's before the baseline.
+    double invol = m.num("proc_involuntary_switches"), invol_truth = m.both("nivcsw");
+    EXPECT_GE(invol, invol_truth - 3);
+    EXPECT_LE(invol, invol_truth + 2 * tasks + 3);
     // measure writes its report after it measured: a few hundred bytes, a page or two dirtied
     // (the file's own, its inode's).
     for (auto [ours, key] : {std::pair{"proc_io_rchar", "io_rchar"}, std::pair{"proc_io_wchar", "io_wchar"},
