@@ -110,8 +110,9 @@ class ExactTest : public ::testing::Test {
     // exit_notify) and a process's to its parent's as the parent reaps it (maybe before the zombie
     // is off its CPU); the task can still be preempted after that on its way to its last switch,
     // more often on a loaded machine. perf-monitor, which takes the figures at that last switch,
-    // counts those and the truth does not (nor measure's own after its measurement). It never
-    // counts fewer but for the held child's before the baseline.
+    // counts those and the truth does not, nor measure's own after its measurement (reading its
+    // I/O, writing its report, exiting: a preemption at each syscall's return, at worst). It
+    // never counts fewer but for the held child's before the baseline.
     double invol = m.num("proc_involuntary_switches"), invol_truth = m.both("nivcsw");
     EXPECT_GE(invol, invol_truth - 3);
     EXPECT_LE(invol, invol_truth + 2 * tasks + 3);
