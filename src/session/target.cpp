@@ -336,7 +336,13 @@ void Target::reap() {
     int pid = si.si_pid;
     if (tree_ != nullptr) tree_->on_reaping(pid);  // a zombie: its last chance to be read
     int status = 0;
-    if (::waitpid(pid, &status, 0) != pid) return;
+    rusage ru{};
+    if (::wait4(pid, &status, 0, &ru) != pid) return;
+    if (tree_ != nullptr) {
+      auto sec = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6; };
+      tree_->on_reaped(pid, {sec(ru.ru_utime), sec(ru.ru_stime), static_cast<double>(ru.ru_minflt),
+                             static_cast<double>(ru.ru_majflt)});
+    }
     if (pid != root_ || root_exited_) continue;
     root_exited_ = true;
     if (WIFSIGNALED(status)) {

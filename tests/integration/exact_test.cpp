@@ -60,7 +60,8 @@ class ExactTest : public ::testing::Test {
   }
 
   // perf-monitor run -- pm-workload measure TRUTH CMD...
-  static Measured measure(const std::vector<std::string>& cmd, const std::vector<std::string>& pm_args = {}) {
+  static Measured measure(const std::vector<std::string>& cmd, const std::vector<std::string>& pm_args = {},
+                          bool kernel_tree = true) {
     Measured m;
     std::string truth = temp_base() + "-truth";
     std::vector<std::string> args = {"run", "--format", "json"};
@@ -69,7 +70,7 @@ class ExactTest : public ::testing::Test {
     args.insert(args.end(), cmd.begin(), cmd.end());
     m.o = run_pm(args, {.sigint_after = std::nullopt, .timeout = std::chrono::seconds(90)});
     EXPECT_FALSE(m.o.summary.is_null()) << m.o.err;
-    EXPECT_FALSE(m.o.summary.value("unavailable", nlohmann::json::object()).contains("process_tree"))
+    EXPECT_EQ(m.o.summary.value("unavailable", nlohmann::json::object()).contains("process_tree"), !kernel_tree)
         << m.o.summary["unavailable"];
     std::ifstream in(truth);
     std::string line;
@@ -188,6 +189,23 @@ TEST_F(ExactTest, ThreadsThatExitEarly) {
   EXPECT_GE(m.num("proc_voluntary_switches"), 4 * 20);
   EXPECT_EQ(m.num("proc_processes_seen_max"), 2);  // measure and the workload: threads are not processes
   EXPECT_EQ(m.num("proc_threads_max"), 6);         // measure's one, the workload's main and four
+}
+
+TEST_F(ExactTest, ProcFallbackTakesTheReapedCommandsCpuToTheMicrosecond) {
+  // Where eBPF cannot follow a tree (forced here: raw_tp programs, no task storage), the tree is
+  // walked in /proc, whose CPU times are whole clock ticks: a command of a few milliseconds would
+  // read 0 s. perf-monitor reaps the command, and the reap gives its CPU (its children's too).
+  ::setenv("PERF_MONITOR_BPF_ATTACH", "raw_tp", 1);
+  Measured m = measure({workload(), "cputime", "4"}, {}, /*kernel_tree=*/false);
+  ::unsetenv("PERF_MONITOR_BPF_ATTACH");
+  EXPECT_EQ(m.o.exit_code, 0) << m.o.err;
+  double cpu = m.num("proc_cpu_user_seconds") + m.num("proc_cpu_system_seconds");
+  double truth = m.both("user_s") + m.both("system_s");
+  EXPECT_GE(truth, 0.004);
+  // At most measure's own after its measurement: two /proc files read, its report, its exit
+  // (each figure printed to the microsecond).
+  EXPECT_GE(cpu, truth - 4e-6);
+  EXPECT_LE(cpu, truth * 1.05 + 0.002) << m.o.summary.dump();
 }
 
 TEST_F(ExactTest, FioCountsTheBytesFioRead) {

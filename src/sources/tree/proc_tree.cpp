@@ -107,9 +107,20 @@ void ProcTree::on_reaping(int pid) {
   // Only descendants of the tree are our children besides the root: one we never saw (it was
   // orphaned before any walk found it) still belongs.
   join(pid, 0);
+  read_member(members_[pid]);
+}
+
+// Its CPU time from the reap, not in clock ticks: a command that ran for less than a tick is not
+// 0 s. (Were it never reaped here, the next walk finds it gone and keeps its /proc figures.)
+void ProcTree::on_reaped(int pid, const Reaped& usage) {
   auto it = members_.find(pid);
-  read_member(it->second);
-  retire(it->second, /*absorbed_by_parent=*/false);
+  if (it == members_.end()) return;
+  Member& m = it->second;
+  m.inc.user = usage.user_s;
+  m.inc.system = usage.system_s;
+  m.inc.minflt = std::max(m.inc.minflt, usage.minflt);
+  m.inc.majflt = std::max(m.inc.majflt, usage.majflt);
+  retire(m, /*absorbed_by_parent=*/false);
   members_.erase(it);
 }
 

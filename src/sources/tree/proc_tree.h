@@ -36,6 +36,7 @@ class ProcTree final : public TreeSource {
   void collect(Samples& out) override;
   [[nodiscard]] std::vector<int> pids() override;
   void on_reaping(int pid) override;
+  void on_reaped(int pid, const Reaped& usage) override;
   [[nodiscard]] std::string denied() const override;
   [[nodiscard]] std::string_view method() const override { return "/proc sampling"; }
 

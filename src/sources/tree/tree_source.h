@@ -58,6 +58,12 @@ class TreeSource : public Source {
   [[nodiscard]] virtual std::vector<int> pids() = 0;
   // A child of perf-monitor (a member) is a zombie about to be reaped: its last chance to be read.
   virtual void on_reaping(int /*pid*/) {}
+  // The kernel's own figures of that child, given as it was reaped (wait4's rusage: the process
+  // and every child it reaped, CPU time to the microsecond).
+  struct Reaped {
+    double user_s = 0, system_s = 0, minflt = 0, majflt = 0;
+  };
+  virtual void on_reaped(int /*pid*/, const Reaped& /*usage*/) {}
   // At the end, before the last reading: waits (briefly) until every task that has exited is
   // accounted for.
   virtual void settle() {}

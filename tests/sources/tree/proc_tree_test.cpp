@@ -132,6 +132,28 @@ TEST(ProcTree, ParentThatReapsItsChildrenAndIsReapedItselfCountsThemOnce) {
   EXPECT_EQ(value(s, "io_rchar_bytes"), 900);
 }
 
+TEST(ProcTree, ReapedRootTakesItsCpuFromTheReapNotFromTicks) {
+  // perf-monitor reaps the root: wait4's rusage has its CPU (and its reaped children's) to the
+  // microsecond, where /proc/PID/stat rounds each part down to a clock tick.
+  FakeProcRoot proc;
+  proc.put(10, {1, 100, 0, 0, 10, 0, 100, {}});
+  ProcTree tree(proc.path());
+  ASSERT_TRUE(tree.add_root(10));
+  Samples s;
+  tree.collect(s);
+  proc.put(10, {1, 100, 0, 0, 10, 40, 900, {}});
+  tree.on_reaping(10);
+  proc.remove(10);
+  tree.on_reaped(10, {.user_s = 0.0042, .system_s = 0.0031, .minflt = 50, .majflt = 1});
+  s.clear();
+  tree.collect(s);
+  EXPECT_DOUBLE_EQ(value(s, "cpu_user_seconds"), 0.0042);
+  EXPECT_DOUBLE_EQ(value(s, "cpu_system_seconds"), 0.0031);
+  EXPECT_EQ(value(s, "minor_faults"), 50);
+  EXPECT_EQ(value(s, "major_faults"), 1);
+  EXPECT_EQ(value(s, "io_rchar_bytes"), 900);  // from its last /proc reading
+}
+
 TEST(ProcTree, MemberReapedOutsideTheTreeKeepsItsFigures) {
   // attach: the root's parent is not a member; when the root goes, its last figures stay.
   FakeProcRoot proc;
