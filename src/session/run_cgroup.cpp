@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -46,11 +47,27 @@ void remove_when_empty(const std::string& dir) {
   ::rmdir(dir.c_str());
 }
 
+// The watchdog's command line is the one it inherited from perf-monitor: `pkill -9 -f
+// 'perf-monitor run'` would kill it along with perf-monitor, and the tree would outlive both. The
+// inherited argument area (which /proc/PID/cmdline shows) is written over with its own name.
+void rename_command_line() {
+  FileReader reader;
+  auto cmdline = reader.read("/proc/self/cmdline");
+  char* start = program_invocation_name;  // glibc: argv[0], the start of the argument area
+  if (!cmdline || cmdline->size() < sizeof("pm-watchdog") || start == nullptr ||
+      std::memcmp(start, cmdline->data(), cmdline->size()) != 0) {
+    return;
+  }
+  std::memset(start, 0, cmdline->size());
+  std::memcpy(start, "pm-watchdog", sizeof("pm-watchdog"));
+}
+
 [[noreturn]] void watchdog(int pipe_fd, const std::string& dir) {
   // Its own session: the terminal's Ctrl-C and hangup are for perf-monitor and the command.
   ::setsid();
   for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE}) ::signal(sig, SIG_IGN);
   ::prctl(PR_SET_NAME, "pm-watchdog");
+  rename_command_line();
   // Nothing of perf-monitor's stays open here (a reader waiting for its output to end would wait
   // for the watchdog too).
   int null = ::open("/dev/null", O_RDWR);

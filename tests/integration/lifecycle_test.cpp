@@ -169,6 +169,23 @@ TEST_F(LifecycleTest, KilledMonitorLeavesNothingRunning) {
   EXPECT_FALSE(cgroup_left());
 }
 
+TEST_F(LifecycleTest, KilledByCommandLineLeavesNothingRunning) {
+  // `pkill -9 -f 'perf-monitor …'` matches every process whose command line says so: the watchdog
+  // must not be one of them, or it dies with perf-monitor and the tree outlives both.
+  std::string s = unique_sleep();
+  std::string marker = "sleep " + s;
+  std::string out = "/tmp/pm-killed-by-name-" + s;  // only perf-monitor's own command line names it
+  pid_t pid = start_pm({"--output", out, "run", "--", "sh", "-c", marker + " & " + marker + "; wait"}, "/dev/null",
+                       "/dev/null");
+  for (int i = 0; i < 100 && processes_with(marker) < 2; ++i) std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_EQ(processes_with(marker), 2);
+  // "[-]-output" matches perf-monitor's "--output" but not the shell that runs pkill.
+  ASSERT_EQ(std::system(("pkill -KILL -f '[-]-output " + out + "'").c_str()), 0);
+  ::waitpid(pid, nullptr, 0);
+  EXPECT_TRUE(all_gone(marker)) << processes_with(marker) << " left running";
+  ::unlink(out.c_str());
+}
+
 // perf-monitor's own code blocks the signals it reads before anything else runs (a preinit
 // function, ahead of constructors and main): true once it has, by its /proc status.
 bool blocks_sigint(pid_t pid) {
