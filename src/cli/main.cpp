@@ -25,13 +25,13 @@ int main(int argc, char** argv) {
       case pm::Invocation::Kind::kDone:
         return inv.exit_code;
       case pm::Invocation::Kind::kList:
-        return pm::list_sources(inv.config);
+        return pm::list_sources(inv.config, inv.events);
       case pm::Invocation::Kind::kReport:
         return pm::report::run_report(inv.report);
       case pm::Invocation::Kind::kMonitor:
         break;
     }
-    return pm::run_session(inv.config, inv.target);
+    return pm::run_session(inv.config, inv.target, inv.events);
   } catch (const std::exception& e) {
     // A write that failed inside a library (--help to a full disk, say): one line, exit 1.
     pm::say(e.what());

@@ -244,13 +244,11 @@ Invocation parse_command_line(int argc, char** argv) {
     return inv;
   }
 
-  // Event names are checked now, so a typo is a usage error before anything starts.
-  // They are kept as a set of canonical names: two spellings of one event are counted once.
+  // Event names are parsed now, once, so a typo is a usage error before anything starts.
   counters::Catalogue catalogue;
   auto specs = !events.empty() ? catalogue.parse_list(events) : catalogue.parse_set(c.pmc_events);
   if (!specs) return fail((!events.empty() ? "--events: " : "[pmc] events: ") + specs.error().message);
-  c.pmc_events.clear();
-  for (const auto& s : *specs) c.pmc_events.push_back(s.name);
+  inv.events = std::move(*specs);
 
   if (top_count) c.top_count = *top_count;
   if (!top_sort.empty()) c.top_sort = *parse_top_sort(top_sort);

@@ -7,6 +7,7 @@
 #include "session/target.h"
 #include "core/config.h"
 #include "report/report_command.h"
+#include "sources/counters/event_catalogue.h"
 
 namespace pm {
 
@@ -14,6 +15,10 @@ struct Invocation {
   enum class Kind { kMonitor, kList, kReport, kDone } kind = Kind::kMonitor;
   Config config;
   TargetSpec target;
+  // The counter events (-e/--events, else the file's [pmc] events), parsed once here so a typo is
+  // a usage error before anything starts; a set (two spellings of one event are one). Empty: the
+  // default set.
+  std::vector<counters::EventSpec> events;
   report::ReportOptions report;
   int exit_code = 0;  // kDone: --help or --version was printed, or a usage error
 };

@@ -36,10 +36,10 @@ void list_events(const Config& config, std::string& out) {
 
 }  // namespace
 
-int list_sources(const Config& config) {
+int list_sources(const Config& config, std::span<const counters::EventSpec> events) {
   auto target = Target::create({});
   std::string out = fmt::format("{:<14} {:<14} {}\n", "SOURCE", "STATUS", "WHAT / WHY NOT");
-  SourceContext ctx(config, **target);  // one, as in a session: the counters tell energy what it needs
+  SourceContext ctx(config, **target, events);  // one, as in a session: the counters tell energy what it needs
   ctx.listing = true;
   for (const SourceEntry& e : source_registry()) {
     if (!e.enabled(config)) {

@@ -89,15 +89,12 @@ Made make_tree(SourceContext& ctx) {
 }
 
 Made make_counters(SourceContext& ctx) {
-  counters::Catalogue catalogue;
-  const Config& c = ctx.config;
-  std::vector<std::string> names = c.pmc_events.empty() ? counters::default_event_names(catalogue) : c.pmc_events;
-  std::vector<counters::EventSpec> specs;
-  for (const std::string& n : names) {
-    auto spec = catalogue.parse(n);  // names were checked at start-up
-    if (!spec) continue;
-    bool seen = std::any_of(specs.begin(), specs.end(), [&](const auto& s) { return s.name == spec->name; });
-    if (!seen) specs.push_back(std::move(*spec));  // cycles,cpu-cycles: one event, one key
+  std::vector<counters::EventSpec> specs(ctx.events.begin(), ctx.events.end());
+  if (specs.empty()) {
+    counters::Catalogue catalogue;
+    auto defaults = catalogue.parse_set(counters::default_event_names(catalogue));
+    if (!defaults) return defaults.error();
+    specs = std::move(*defaults);
   }
   counters::CountersTarget target;
   if (ctx.target.mode() == Mode::kRun) target = {ctx.target.roots(), /*enable_on_exec=*/true};

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/source.h"
 #include "session/target.h"
+#include "sources/counters/event_catalogue.h"
 
 namespace pm {
 
@@ -32,11 +33,13 @@ enum class Rhythm {
 // What a factory may use. Kernel objects shared between sources are loaded on first use.
 class SourceContext {
  public:
-  SourceContext(const Config& c, Target& t) : config(c), target(t) {}
+  SourceContext(const Config& c, Target& t, std::span<const counters::EventSpec> e) : config(c), target(t), events(e) {}
   ~SourceContext();
 
   const Config& config;
   Target& target;
+  // The counter events, parsed once from the command line and the file (empty: the default set).
+  std::span<const counters::EventSpec> events;
   // Notes beside the sources that failed: counter events that do not count, parts of a source
   // that could not start ("scheduler.tree"), ...
   std::vector<Unavailable> notes;

@@ -25,7 +25,8 @@ constexpr Duration kKillAfter = std::chrono::seconds(5);
 
 class Session {
  public:
-  Session(const Config& config, const TargetSpec& spec) : cfg_(config), spec_(spec) {}
+  Session(const Config& config, const TargetSpec& spec, std::span<const counters::EventSpec> events)
+      : cfg_(config), spec_(spec), events_(events) {}
 
   int run() {
     auto loop = EventLoop::create();
@@ -112,7 +113,7 @@ class Session {
   // Every enabled source of the registry, in its order (the tree before the sources that
   // follow it in the kernel). One that cannot start says why, once; the rest carry on.
   void open_sources() {
-    SourceContext ctx(cfg_, *target_);
+    SourceContext ctx(cfg_, *target_, events_);
     for (const SourceEntry& e : source_registry()) {
       if (!e.enabled(cfg_)) continue;  // disabled: never opened
       auto src = e.make(ctx);
@@ -293,6 +294,7 @@ class Session {
 
   const Config& cfg_;
   const TargetSpec& spec_;
+  std::span<const counters::EventSpec> events_;  // the Invocation's, which outlives the session
   std::unique_ptr<EventLoop> loop_;
   std::optional<Output> out_;
   std::unique_ptr<Sink> sink_;
@@ -311,6 +313,8 @@ class Session {
 
 }  // namespace
 
-int run_session(const Config& config, const TargetSpec& target) { return Session(config, target).run(); }
+int run_session(const Config& config, const TargetSpec& target, std::span<const counters::EventSpec> events) {
+  return Session(config, target, events).run();
+}
 
 }  // namespace pm
