@@ -54,6 +54,7 @@ void Aggregator::observe_baseline(const Samples& samples, MonoClock::time_point 
     bool is_new = index_.count(key_of(s.desc, s.labels)) == 0;
     Series& ser = series_for(s);
     if (is_new && s.desc->kind == MetricKind::kGauge) ser.observed = false;
+    if (is_new && s.desc->transient) ser.in_run = false;
   }
 }
 
@@ -70,6 +71,7 @@ void Aggregator::observe(const Samples& samples, MonoClock::time_point now) {
     Series& ser = series_for(s);
     ser.floor = std::max(ser.floor, s.peak);
     if (std::isnan(s.value)) continue;  // only a peak: the gauge was not read
+    ser.in_run = true;
     if (!ser.observed) {
       ser.observed = true;
       ser.first = ser.last = ser.run_min = ser.run_max = s.value;
@@ -203,7 +205,7 @@ SummaryRecord Aggregator::summary(MonoClock::time_point now) const {
   std::vector<bool> passed = passed_on();
   for (size_t i = 0; i < series_.size(); ++i) {
     const Series& s = series_[i];
-    if (!passed[i]) continue;
+    if (!passed[i] || !s.in_run) continue;
     SummaryValue v{s.desc, &s.labels};
     v.value = s.desc->kind == MetricKind::kGauge ? s.last : s.last - s.first;
     v.min = s.run_min;

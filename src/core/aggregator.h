@@ -81,6 +81,8 @@ class Aggregator {
     double run_min = 0, run_max = 0, iv_min = 0, iv_max = 0;
     bool iv_seen = false;
     bool observed = true;  // false for a gauge only declared by the baseline
+    bool in_run = true;    // false for a transient series (a row that comes and goes) that only the
+                           // baseline saw: it had no part in the run, and the summary leaves it out
     double floor = 0;      // gauge: the highest peak its samples reported (Sample::peak)
     std::vector<uint64_t> first_buckets, last_buckets, close_buckets;
   };

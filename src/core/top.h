@@ -42,6 +42,8 @@ struct TopProcess {
 struct TopCgroup {
   std::string path;              // "/" for the root
   bool with_descendants = false;  // at the depth limit: its descendants' processes count here
+  bool removed = false;           // its directory was gone at the reading (removed in the interval):
+                                  // its own files could not be read, and never will be
   int processes = 0;              // with a task alive at the interval's end
   TopFigures f;
   // The cgroup's own files, where it has them (else absent, shown as n/a).

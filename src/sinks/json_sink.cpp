@@ -101,6 +101,7 @@ void add_top(Json& top, const TopRecord& t) {
   Json cg = Json::array();
   for (const TopCgroup& c : t.cgroups) {
     Json r{{"cgroup", c.path}, {"with_descendants", c.with_descendants}, {"processes", c.processes}};
+    if (c.removed) r["removed"] = true;
     r.update(top_figures(c.f, t.seconds));
     auto opt = [&](const char* key, const std::optional<double>& v) {
       if (v) r[key] = number(*v);

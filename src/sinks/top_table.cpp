@@ -42,7 +42,9 @@ std::string process_cgroup(const TopRow& r, double /*s*/) { return printable(r.p
 
 std::string procs(const TopRow& r, double /*s*/) { return std::to_string(r.cgroup->processes); }
 // +: the row counts its descendants' processes too (it is at the depth limit).
-std::string cgroup_state(const TopRow& r, double /*s*/) { return r.cgroup->with_descendants ? "+" : ""; }
+std::string cgroup_state(const TopRow& r, double /*s*/) {
+  return r.cgroup->removed ? "x" : r.cgroup->with_descendants ? "+" : "";
+}
 std::string path(const TopRow& r, double /*s*/) { return printable(r.cgroup->path); }
 std::string cpu_stat(const TopRow& r, double s) {
   return r.cgroup->cpu_stat_s ? pct_of(*r.cgroup->cpu_stat_s, s) : kNa;

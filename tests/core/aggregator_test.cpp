@@ -143,6 +143,27 @@ TEST(Aggregator, BaselineSetsCounterStartButIgnoresGauges) {
   EXPECT_DOUBLE_EQ(sg->max, 70.0);
 }
 
+TEST(Aggregator, ARowOnlyTheBaselineSawIsNotInTheSummary) {
+  // Rows that come and go (a cgroup removed before monitoring's first reading): one seen only by
+  // the baseline had no part in the run; one seen after it keeps its figures.
+  const MetricDesc count{"row", "events", MetricKind::kCounter, Unit::kNone, "per row", {}, 0, true};
+  const MetricDesc procs{"row", "processes", MetricKind::kGauge, Unit::kNone, "per row", {}, 0, true};
+  Labels gone{{"cgroup", "/gone"}}, stays{{"cgroup", "/stays"}};
+  Aggregator agg;
+  agg.observe_baseline({{&count, gone, 5, {}}, {&procs, gone, 1, {}}, {&count, stays, 5, {}}, {&procs, stays, 1, {}}},
+                       t0);
+  agg.observe({{&count, stays, 9, {}}, {&procs, stays, 2, {}}}, t0 + seconds(1));
+  SummaryRecord sum = agg.summary(t0 + seconds(1));
+  EXPECT_EQ(find(sum.values, count, gone), nullptr);
+  EXPECT_EQ(find(sum.values, procs, gone), nullptr);
+  const SummaryValue* c = find(sum.values, count, stays);
+  ASSERT_NE(c, nullptr);
+  EXPECT_DOUBLE_EQ(c->value, 4.0);  // from the baseline on
+  const SummaryValue* p = find(sum.values, procs, stays);
+  ASSERT_NE(p, nullptr);
+  EXPECT_DOUBLE_EQ(p->value, 2.0);
+}
+
 TEST(Aggregator, CounterResetAtIntervalStartIsNotNegative) {
   Aggregator agg;
   agg.observe({counter(100)}, t0);

@@ -73,13 +73,16 @@ std::vector<std::string> text_problems(const std::string& text) {
       continue;
     }
     if (std::regex_search(line, generic)) problems.push_back("laid out by no source: " + line);
-    // A process that ended in the interval (state x in the top table) has no RSS to read; a
-    // cgroup in its first interval (another test's) has no cpu.stat reading to count from.
+    // A process that ended in the interval (state x in the top table) has no RSS to read, nor
+    // has a cgroup removed in it (x) files; a cgroup in its first interval (another test's) has
+    // no cpu.stat reading to count from.
     static const std::regex exited_row(R"(^ +[0-9]+( +[0-9]+)? x )");
+    static const std::regex removed_cgroup(R"( x /[^ ]*$)");  // a cgroup row: state, path
     std::string cgroup = in_cgroups && line.rfind(' ') != std::string::npos ? line.substr(line.rfind(' ') + 1) : "";
     if (in_cgroups) cgroups_now.insert(cgroup);
     bool first_interval = in_cgroups && cgroup != "/" && cgroups_before.count(cgroup) == 0;
-    if (line.find("n/a") != std::string::npos && !std::regex_search(line, exited_row) && !first_interval) {
+    bool gone = std::regex_search(line, exited_row) || (in_cgroups && std::regex_search(line, removed_cgroup));
+    if (line.find("n/a") != std::string::npos && !gone && !first_interval) {
       problems.push_back("not read: " + line);
     }
     if (line.find("cgroups by ") != std::string::npos) in_cgroups = true;

@@ -35,6 +35,14 @@ TEST(TopTable, FiguresPerSecondAndNotAvailableAsNa) {
   for (const TopColumn& c : top_columns(TopList::kCgroups)) ccols.push_back(&c);
   std::string b = top_line(ccols, {nullptr, &r.cgroups[1]}, r.seconds, -1);
   EXPECT_NE(b.find("n/a"), std::string::npos) << b;
+  // One removed in the interval is marked so (x), as an exited process is; one at the depth
+  // limit (+) holds its descendants.
+  EXPECT_NE(b.find("  /b"), std::string::npos) << b;
+  r.cgroups[1].removed = true;
+  EXPECT_NE(top_line(ccols, {nullptr, &r.cgroups[1]}, r.seconds, -1).find(" x /b"), std::string::npos);
+  r.cgroups[1].removed = false;
+  r.cgroups[1].with_descendants = true;
+  EXPECT_NE(top_line(ccols, {nullptr, &r.cgroups[1]}, r.seconds, -1).find(" + /b"), std::string::npos);
 }
 
 TEST(TopTable, NarrowTerminalsKeepTheNameTheCpuAndTheSortKey) {

@@ -503,7 +503,12 @@ void TopSource::collect(Samples& out) {
   const std::string& mount = s.names.mount();
   for (auto& [path, c] : cgroups) {
     std::string dir = mount + (path == "/" ? "" : path);
-    if (auto text = s.reader.read(dir + "/cpu.stat")) {
+    auto text = s.reader.read(dir + "/cpu.stat");
+    if (!text && ::access(dir.c_str(), F_OK) != 0) {
+      c.removed = true;  // its tasks ended and it was removed since: no file of its own to read
+      continue;
+    }
+    if (text) {
       if (auto usage = cpu_stat_usage_s(*text)) {
         State::CpuStat& last = s.cpu_stat_last[path];
         if (last.reading + 1 == s.readings) c.cpu_stat_s = std::max(0.0, *usage - last.usage);
