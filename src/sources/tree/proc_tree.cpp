@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <tuple>
 
 #include "core/text.h"
 #include "sources/files/proc_parsers.h"
@@ -187,7 +188,10 @@ ProcTree::ReadResult ProcTree::read_member(Member& m) {
     }
   }
   read_switches(m, base);
-  return ReadResult::kOk;
+  // 'X' (EXIT_DEAD): its parent is reaping it, and the kernel has already moved (or is moving)
+  // its figures into the parent's cutime and I/O while its /proc entry still exists. Counted
+  // now, a parent read after that move would hold it twice; it is gone, and retired as such.
+  return st->state == 'X' ? ReadResult::kGone : ReadResult::kOk;
 }
 
 void ProcTree::read_switches(Member& m, const std::string& base) {
@@ -261,8 +265,26 @@ void ProcTree::collect(Samples& out) {
     uint64_t t = members_[pid].starttime;
     return t == 0 ? UINT64_MAX : t;
   };
-  std::sort(scratch_.begin(), scratch_.end(),
-            [&](int a, int b) { return std::pair(start_of(a), a) < std::pair(start_of(b), b); });
+  // Start times are clock ticks, and a child often starts in its parent's tick: within one, a
+  // parent goes first by its depth in the tree (PIDs do not order them once they wrap).
+  std::unordered_map<int, int> depth;
+  auto depth_of = [&](int pid) {
+    std::vector<int> chain;
+    int d = 0;
+    for (int p = pid; members_.count(p) != 0 && chain.size() <= members_.size(); p = members_[p].ppid) {
+      if (auto it = depth.find(p); it != depth.end()) {
+        d = it->second + 1;
+        break;
+      }
+      chain.push_back(p);
+    }
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) depth[*it] = d++;
+    return depth[pid];
+  };
+  for (int pid : scratch_) depth_of(pid);
+  std::sort(scratch_.begin(), scratch_.end(), [&](int a, int b) {
+    return std::tuple(start_of(a), depth[a], a) < std::tuple(start_of(b), depth[b], b);
+  });
   std::vector<int> gone;
   for (int pid : scratch_) {
     if (read_member(members_[pid]) == ReadResult::kGone) gone.push_back(pid);

@@ -27,6 +27,7 @@ struct FakeProc {
   uint64_t minflt = 0, cminflt = 0;
   uint64_t rchar = 0;              // inclusive of reaped children, as the kernel keeps it
   std::vector<int> children;
+  char state = 'S';  // 'X': being reaped, its figures already in its parent's
 };
 
 class FakeProcRoot {
@@ -41,7 +42,7 @@ class FakeProcRoot {
   void put(int pid, const FakeProc& p) {
     fs::path dir = root_ / std::to_string(pid);
     fs::create_directories(dir / "task" / std::to_string(pid));
-    std::ofstream(dir / "stat") << pid << " (fake) S " << p.ppid << " 1 1 0 -1 0 " << p.minflt << " " << p.cminflt
+    std::ofstream(dir / "stat") << pid << " (fake) " << p.state << " " << p.ppid << " 1 1 0 -1 0 " << p.minflt << " " << p.cminflt
                                 << " 0 0 " << p.utime << " 0 " << p.cutime << " 0 20 0 1 0 " << p.starttime
                                 << " 1048576 64 18446744073709551615 0\n";
     std::ofstream(dir / "io") << "rchar: " << p.rchar << "\nwchar: 0\nsyscr: 0\nsyscw: 0\nread_bytes: 0\n"
@@ -106,6 +107,28 @@ TEST(ProcTree, ChildReapedByAMemberIsCountedOnce) {
   EXPECT_DOUBLE_EQ(value(s, "cpu_user_seconds"), ticks(8));
   EXPECT_EQ(value(s, "minor_faults"), 30);
   EXPECT_EQ(value(s, "io_rchar_bytes"), 1500);
+}
+
+TEST(ProcTree, ChildBeingReapedIsNotCountedBesideTheParentThatHoldsIt) {
+  // The kernel moves a reaped child's figures into its parent (cutime, cminflt, io) after
+  // marking it EXIT_DEAD ('X') and before its /proc entry goes. A walk in between sees both. The
+  // child here also started in its parent's clock tick with a smaller PID (PIDs wrapped).
+  FakeProcRoot proc;
+  proc.put(20, {1, 100, 5, 0, 10, 0, 1000, {11}});
+  proc.put(11, {20, 100, 3, 0, 20, 0, 500, {}});
+  ProcTree tree(proc.path());
+  ASSERT_TRUE(tree.add_root(20));
+  Samples s;
+  tree.collect(s);
+  EXPECT_DOUBLE_EQ(value(s, "cpu_user_seconds"), ticks(8));
+  proc.put(11, {20, 100, 3, 0, 20, 0, 500, {}, 'X'});
+  proc.put(20, {1, 100, 5, 3, 10, 20, 1500, {}});
+  s.clear();
+  tree.collect(s);
+  EXPECT_DOUBLE_EQ(value(s, "cpu_user_seconds"), ticks(8));
+  EXPECT_EQ(value(s, "minor_faults"), 30);
+  EXPECT_EQ(value(s, "io_rchar_bytes"), 1500);
+  EXPECT_EQ(value(s, "processes"), 1);
 }
 
 TEST(ProcTree, ParentThatReapsItsChildrenAndIsReapedItselfCountsThemOnce) {
