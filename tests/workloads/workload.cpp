@@ -149,6 +149,11 @@ std::vector<std::pair<std::string, unsigned long long>> read_io(const std::strin
 
 // The measure mode: the kernel's reap accounting of a whole tree, as the truth to compare with.
 int measure(const char* out_path, char** cmd) {
+  // What this process did before it was measure: perf-monitor's own code between its fork and
+  // the exec (held there until monitoring began), and the exec. A tree is counted from that hold
+  // on, so this bounds what the truth holds and the tree cannot.
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
   // Created before the command runs: creating it after the measurement would dirty directory and
   // inode blocks that the measurement cannot include.
   int out = ::open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -191,6 +196,8 @@ int measure(const char* out_path, char** cmd) {
     len += std::snprintf(text + len, sizeof text - static_cast<size_t>(len), "children_io_%s=%llu\nself_io_%s=%llu\n",
                          key.c_str(), v - std::min(v, mine), key.c_str(), mine);
   }
+  len += std::snprintf(text + len, sizeof text - static_cast<size_t>(len), "start_nvcsw=%ld\nstart_nivcsw=%ld\n",
+                       before.ru_nvcsw, before.ru_nivcsw);
   if (::write(out, text, static_cast<size_t>(len)) != len) return 1;
   ::close(out);
   return WIFEXITED(root_status) ? WEXITSTATUS(root_status) : 128 + WTERMSIG(root_status);
