@@ -66,14 +66,18 @@ Result<std::string_view> PssSampler::read_rollup(int pid) {
 
 bool PssSampler::due(const std::vector<Member>& members, Clock::time_point now) const {
   // Memory beyond what any kept pass saw is the run's maximum in the making: it gets a pass sooner
-  // (within kPeakBudgets × the budget, one per 100 ms at most), or a short peak would be missed.
-  if (have_ && rss_sum(members) > 1.05 * max_rss_ && now >= next_allowed_peak_ &&
+  // (within kPeakBudgets × the budget, one per 100 ms at most), or a short peak would be missed —
+  // and so would the last few percent of one: a pass kept while 250 of 256 MiB were touched
+  // would otherwise stand for the peak. Beyond the kernel counters' noise (their per-CPU
+  // pending pages), 1 MiB or 0.5 %, is beyond it.
+  double rss = rss_sum(members);
+  if (have_ && rss > max_rss_ + std::max(1024.0 * 1024.0, 0.005 * max_rss_) && now >= next_allowed_peak_ &&
       now - last_pass_ >= std::chrono::milliseconds(100)) {
     return true;
   }
   if (now < next_allowed_) return false;
   if (!have_ || now - last_pass_ >= std::chrono::seconds(1)) return true;
-  return fingerprint(members) != last_members_ || !same_memory(rss_sum(members), last_rss_);
+  return fingerprint(members) != last_members_ || !same_memory(rss, last_rss_);
 }
 
 void PssSampler::update(const std::vector<Member>& members, Clock::time_point now) {
