@@ -96,7 +96,7 @@ int connect_to(int port) {
 }
 
 std::string status_field(pid_t pid, const std::string& key) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::istringstream in(slurp("/proc/" + std::to_string(pid) + "/status"));
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(key + ":", 0) == 0) return line.substr(key.size() + 1);
@@ -110,8 +110,8 @@ int workloads_sleeping(const std::string& tag) {
   DIR* d = ::opendir("/proc");
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // slurp: a process that exits while it is read fails the read (ESRCH), which must not throw.
+    std::string cmd = slurp(std::string("/proc/") + e->d_name + "/cmdline");
     if (cmd.find(std::string("pm-workload") + '\0' + "sleep" + '\0' + tag) != std::string::npos) ++n;
   }
   ::closedir(d);

@@ -34,8 +34,8 @@ int processes_with(const std::string& marker) {
   DIR* d = ::opendir("/proc");
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // slurp: a process that exits while it is read fails the read (ESRCH), which must not throw.
+    std::string cmd = slurp(std::string("/proc/") + e->d_name + "/cmdline");
     for (char& c : cmd) c = c == '\0' ? ' ' : c;
     if (cmd.rfind(marker, 0) == 0) ++n;  // the command itself, not a shell that names it
   }
@@ -189,7 +189,7 @@ TEST_F(LifecycleTest, KilledByCommandLineLeavesNothingRunning) {
 // perf-monitor's own code blocks the signals it reads before anything else runs (a preinit
 // function, ahead of constructors and main): true once it has, by its /proc status.
 bool blocks_sigint(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::istringstream in(slurp("/proc/" + std::to_string(pid) + "/status"));
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("SigBlk:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGINT - 1)) & 1;
