@@ -452,9 +452,12 @@ TEST_F(TopTest, NamesReachTheTerminalPrintable) {
   // A process names itself with an escape sequence; so does a cgroup: the text output has none.
   TestCgroup e("esc\x1b[2J");
   ASSERT_TRUE(e.ok());
-  pid_t storm = e.spawn({workload(), "shortlived", "120", "50", "pm-\x1b[2Jx"});
+  // Longer than monitoring, however slow its start (a sanitizer build on a loaded machine): ended
+  // once monitoring has.
+  pid_t storm = e.spawn({workload(), "shortlived", "1000", "50", "pm-\x1b[2Jx"});
   Outcome o = run_pm({"--format", "text", "--interval", "500ms", "--duration", "1600ms", "--top", "100000",
                       "--cgroup-depth", "1", "--prometheus-processes", "^pm-"});
+  ::kill(storm, SIGKILL);
   ::waitpid(storm, nullptr, 0);
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("pm-?[2Jx"), std::string::npos) << o.out;
