@@ -268,7 +268,7 @@ void ProcTree::collect(Samples& out) {
   // Start times are clock ticks, and a child often starts in its parent's tick: within one, a
   // parent goes first by its depth in the tree (PIDs do not order them once they wrap).
   std::unordered_map<int, int> depth;
-  auto depth_of = [&](int pid) {
+  auto set_depth = [&](int pid) {
     std::vector<int> chain;
     int d = 0;
     for (int p = pid; members_.count(p) != 0 && chain.size() <= members_.size(); p = members_[p].ppid) {
@@ -279,9 +279,8 @@ void ProcTree::collect(Samples& out) {
       chain.push_back(p);
     }
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) depth[*it] = d++;
-    return depth[pid];
   };
-  for (int pid : scratch_) depth_of(pid);
+  for (int pid : scratch_) set_depth(pid);
   std::sort(scratch_.begin(), scratch_.end(), [&](int a, int b) {
     return std::tuple(start_of(a), depth[a], a) < std::tuple(start_of(b), depth[b], b);
   });
