@@ -11,6 +11,8 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 1000000
+# Warnings are errors in the project's own builds (make test, CI), never in a packager's cmake.
+WERROR ?= -DPM_WERROR=ON
 
 .PHONY: run test deps build build-asan build-fuzz fuzz bench clean
 
@@ -18,16 +20,16 @@ deps:
 	@scripts/install-deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(WERROR)
 	cmake --build $(BUILD) -j $(JOBS)
 
 build-asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPM_SANITIZE=ON -DPM_BENCH=OFF
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPM_SANITIZE=ON -DPM_BENCH=OFF $(WERROR)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 # The fuzzers: every parser of outside input, under clang's libFuzzer with ASan and UBSan.
 build-fuzz: deps
-	cmake -S . -B $(FUZZ_BUILD) -DPM_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(FUZZ_BUILD) -DPM_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo $(WERROR)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 
 fuzz: build-fuzz
