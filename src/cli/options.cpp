@@ -114,7 +114,11 @@ Invocation parse_command_line(int argc, char** argv) {
     a->add_option("-f,--format", format, "Output format: text (default) or json (JSON Lines)")
         ->check(kNonEmpty)
         ->check(CLI::IsMember({"text", "json"}));
-    a->add_option("-o,--output", output, "Write the output to FILE instead of standard output")->check(kNonEmpty);
+    a->add_option("-o,--output", output,
+                  "Write the output to FILE instead of standard output. A file is written as .FILE.XXXXXXXX "
+                  "beside it and renamed to FILE when monitoring ends (a failed run leaves FILE as it was); a "
+                  "symbolic link or another user's file at FILE is an error; a FIFO or device is written directly")
+        ->check(kNonEmpty);
     a->add_option("-i,--interval", interval, "Time between interval reports, e.g. 500ms, 1s, 5s (default 1s)")
         ->check(kNonEmpty);
     a->add_option("-d,--duration", duration,
@@ -161,6 +165,7 @@ Invocation parse_command_line(int argc, char** argv) {
   app.add_option("--cgroup", cgroup,
                  "Monitor a cgroup (v2): every process in it or below it, present and future, until Ctrl-C or "
                  "--duration, with the same summary as run (e.g. /system.slice/nginx.service)")
+      ->check(kNonEmpty)
       ->type_name("PATH");
 
   CLI::App* run = app.add_subcommand("run", "Run CMD and monitor its whole process tree until it exits");
