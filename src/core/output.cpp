@@ -2,7 +2,6 @@
 #include "core/output.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,21 +29,14 @@ bool guard_standard_fds() {
 
 Result<Output> Output::open(const std::string& path) {
   if (path.empty()) {
-    Output out(STDOUT_FILENO, UniqueFd(), "standard output");
+    Output out(STDOUT_FILENO, std::nullopt, "standard output");
     if (stdout_was_closed) out.error_ = "standard output is closed: nowhere to write the report (use --output FILE)";
     return out;
   }
-  auto usage = [&](const std::string& why) {
-    return make_error(Errc::kInvalidArgument, "cannot write --output " + path + ": " + why);
-  };
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return usage("it is a directory");
-  // Non-blocking first: a FIFO that nobody reads would otherwise block the open forever.
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
-  if (fd < 0 && errno == ENXIO) return usage("it is a FIFO that no process reads");
-  if (fd < 0) return usage(std::strerror(errno));
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return Output(fd, UniqueFd(fd), path);
+  auto file = OutputFile::open(path);
+  if (!file) return make_error(Errc::kInvalidArgument, "cannot write --output " + path + ": " + file.error().message);
+  int fd = file->fd();
+  return Output(fd, std::move(*file), path);
 }
 
 bool Output::write(std::string_view s) {

@@ -6,21 +6,29 @@
 // the process (no exception, no SIGPIPE: perf-monitor ignores it).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/error.h"
 #include "core/fd.h"
+#include "core/safe_file.h"
 
 namespace pm {
 
 class Output {
  public:
-  // "" is standard output. A FIFO nobody reads, a directory, a file that cannot be created: an
+  // "" is standard output. A file is opened as OutputFile does (core/safe_file.h): a regular
+  // file is written beside it and put in place by commit(). A FIFO nobody reads, a directory, a
+  // symbolic link planted by someone, another user's file, a file that cannot be created: an
   // error (Errc::kInvalidArgument: a usage error) that says which.
   static Result<Output> open(const std::string& path);
   // Writes to an fd someone else owns (tests: a tmpfile).
-  static Output to_fd(int fd, std::string name) { return Output(fd, UniqueFd(), std::move(name)); }
+  static Output to_fd(int fd, std::string name) { return Output(fd, std::nullopt, std::move(name)); }
+
+  // At the end of a session whose report was written whole: the file takes its place at the
+  // path. Without it (a failure, an early return) the path is left as it was.
+  Status commit() { return file_ ? file_->commit() : Status(); }
 
   // Writes all of s, or records why it could not (then every later write is dropped).
   bool write(std::string_view s);
@@ -30,9 +38,10 @@ class Output {
   [[nodiscard]] const std::string& name() const { return name_; }
 
  private:
-  Output(int fd, UniqueFd owned, std::string name) : fd_(fd), owned_(std::move(owned)), name_(std::move(name)) {}
+  Output(int fd, std::optional<OutputFile> file, std::string name)
+      : fd_(fd), file_(std::move(file)), name_(std::move(name)) {}
   int fd_;
-  UniqueFd owned_;
+  std::optional<OutputFile> file_;
   std::string name_;
   std::string error_;
 };

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "report/report_command.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "core/output.h"
+#include "core/safe_file.h"
 #include "report/compare.h"
 #include "report/html_page.h"
 #include "report/page_data.h"
@@ -56,20 +61,40 @@ std::string default_output(const std::string& input) {
 }
 
 // Writes text to path ("-": standard output); prints the error and returns false on failure.
+// A file is opened as a root tool must (core/safe_file.h): the path beside a recording is often
+// in another user's directory.
 bool write_output(const std::string& path, const std::string& text, int* status) {
-  std::FILE* f = path == "-" ? stdout : std::fopen(path.c_str(), "we");
-  if (f == nullptr) {
-    say(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-    *status = kExitUsage;
-    return false;
+  std::optional<OutputFile> file;
+  int fd = STDOUT_FILENO;
+  if (path != "-") {
+    auto opened = OutputFile::open(path);
+    if (!opened) {
+      say(fmt::format("cannot write {}: {}", path, opened.error().message));
+      *status = kExitUsage;
+      return false;
+    }
+    file.emplace(std::move(*opened));
+    fd = file->fd();
   }
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = (f == stdout ? std::fflush(f) == 0 : std::fclose(f) == 0) && ok;
-  if (!ok) {
-    say(fmt::format("writing {} failed: {}", path, std::strerror(errno)));
-    *status = kExitFailure;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    ssize_t n = ::write(fd, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      say(fmt::format("writing {} failed: {}", path, n < 0 ? std::strerror(errno) : "nothing written"));
+      *status = kExitFailure;
+      return false;  // the temporary file goes with `file`: the path is left as it was
+    }
+    rest.remove_prefix(static_cast<size_t>(n));
   }
-  return ok;
+  if (file) {
+    if (auto put = file->commit(); !put) {
+      say(put.error().message);
+      *status = kExitFailure;
+      return false;
+    }
+  }
+  return true;
 }
 
 void print_warnings(const Recording& rec, bool name_file) {

@@ -288,6 +288,8 @@ class Session {
       if (!output_lost_) say(out_->error() + ": the summary is lost");
       return kExitFailure;
     }
+    // Only a whole report replaces the file at --output (on a failure above, it stays as it was).
+    if (auto put = out_->commit(); !put) return fail(put.error().message);
     if (spec_.mode == Mode::kRun) return target_->exit_code().value_or(kExitFailure);
     return 0;
   }

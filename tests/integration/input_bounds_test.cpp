@@ -90,6 +90,8 @@ TEST(InputBounds, EmptyValuesAreUsageErrors) {
     expect_usage_error({"run", flag, "", "--", "true"}, "an empty value is not allowed");
   }
   expect_usage_error({"attach", "--pid", ""}, "--pid: an empty value is not allowed");
+  // Not the live monitor of the whole system (with --duration: a failure, never a wait).
+  expect_usage_error({"--cgroup", "", "--duration", "1s"}, "--cgroup: an empty value is not allowed");
   expect_usage_error({"--duration=", "list"}, "--duration");
   std::string file = write_file("empty.toml", "[output]\nfile = \"\"\n");
   expect_usage_error({"--config", file, "list"}, file + ":2:8: [output] file must be a non-empty string");
