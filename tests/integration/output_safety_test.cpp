@@ -225,5 +225,30 @@ TEST_F(OutputSafetyTest, FileIsReplacedOnlyWhenMonitoringEnds) {
   ::rmdir(dir.c_str());
 }
 
+// The attacker plants the link only once perf-monitor writes its temporary file: the rename
+// at the end does not replace what they put there, and the data stays where it was written.
+TEST_F(OutputSafetyTest, LinkPlantedWhileMonitoringIsNotReplaced) {
+  std::string path = home_ + "/late.jsonl";
+  RunningPm pm({"--format", "json", "--interval", "200ms", "-o", path});
+  std::string temp;
+  for (int i = 0; i < 1500 && temp.empty(); ++i) {
+    for (const std::string& n : entries(home_)) {
+      if (n.rfind(".late.jsonl.", 0) == 0 && slurp(home_ + "/" + n).find("\"type\":\"header\"") != std::string::npos) {
+        temp = n;
+      }
+    }
+    if (temp.empty()) ::usleep(20000);
+  }
+  ASSERT_FALSE(temp.empty()) << "no temporary file beside " << path << ": " << pm.err_so_far();
+  plant_link("late.jsonl");
+  Outcome o = pm.stop(SIGINT);
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+  EXPECT_NE(o.err.find("the output is in " + home_ + "/" + temp), std::string::npos) << o.err;
+  EXPECT_EQ(slurp(victim_), kVictimText);
+  EXPECT_EQ(link_target(path), victim_);
+  EXPECT_NE(slurp(home_ + "/" + temp).find("\"type\":\"summary\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pm::test
