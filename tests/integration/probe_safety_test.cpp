@@ -318,16 +318,19 @@ TEST_F(ProbeSafetyTest, SymbolNamesWithEscapeSequencesNeverReachTheTerminal) {
   EXPECT_EQ(bad_bytes(miss.out), "");
 
   // Probed by the exact bytes: counted, and shown without them in intervals and summary.
-  Outcome text = run_pm({"run", "--interval", "100ms", "--probe", bin + ":" + evil, "--probe", bin + ":" + evil2, "--",
-                         "sh", "-c", "\"$0\" 1000 && sleep 0.35", bin});
+  Outcome text = run_pm({"run", "--interval", "100ms", "--probe", bin + ":" + evil + ":arg1", "--probe",
+                         bin + ":" + evil2, "--", "sh", "-c", "\"$0\" 1000 && sleep 0.35", bin});
   EXPECT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("PWNED"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("calls/s"), std::string::npos) << "an interval line of the probe: " << text.out;
+  size_t request = text.out.find("\n  request ");
+  ASSERT_NE(request, std::string::npos) << "the slowest requests: " << text.out;
+  EXPECT_NE(text.out.substr(request, text.out.find('\n', request + 1) - request).find("PWNED"), std::string::npos);
   EXPECT_EQ(bad_bytes(text.out), "");
   EXPECT_EQ(bad_bytes(text.err), "") << text.err;
 
   // JSON Lines: every line parses, the name's control bytes escaped, its invalid bytes replaced.
-  Outcome json = run_pm({"run", "--format", "json", "--probe", bin + ":" + evil, "--", bin, "1000"});
+  Outcome json = run_pm({"run", "--format", "json", "--probe", bin + ":" + evil + ":arg1", "--", bin, "1000"});
   EXPECT_EQ(json.exit_code, 0) << json.err;
   std::istringstream lines(json.out);
   int parsed = 0;
@@ -343,6 +346,8 @@ TEST_F(ProbeSafetyTest, SymbolNamesWithEscapeSequencesNeverReachTheTerminal) {
     if (name.find("\x1b]0;PWNED\x07") != std::string::npos) calls = v.get<double>();
   }
   EXPECT_EQ(calls, 1000) << json.summary["probe"].dump();
+  ASSERT_TRUE(json.summary["slowest_requests"].is_array()) << json.out;
+  EXPECT_NE(json.summary["slowest_requests"][0]["function"].get<std::string>().find("PWNED"), std::string::npos);
   EXPECT_EQ(bad_bytes(json.err), "") << json.err;
   fs::remove(bin);
 }
