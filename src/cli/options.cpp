@@ -15,6 +15,7 @@
 #include "core/duration.h"
 #include "core/output.h"
 #include "core/listen_address.h"
+#include "core/text.h"
 #include "core/version.h"
 #include "sinks/sink.h"
 #include "sources/counters/event_catalogue.h"
@@ -289,8 +290,8 @@ Invocation parse_command_line(int argc, char** argv) {
     auto same = std::find_if(places.begin(), places.end(), [&](const auto& q) { return q.same_place(*r); });
     if (same != places.end()) {
       if (same->arg != r->arg) {
-        return fail("--probe: " + p.binary + ":" + p.function + " is " + same->function +
-                    " again, with another request ID argument: give one");
+        return fail(printable("--probe: " + p.binary + ":" + p.function + " is " + same->function +
+                              " again, with another request ID argument: give one"));
       }
       continue;
     }

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -49,6 +50,17 @@ inline std::string_view next_field(std::string_view& s) {
   std::string_view field = s.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b);
   s = e == std::string_view::npos ? std::string_view{} : s.substr(e);
   return field;
+}
+
+// Printable ASCII only, every other byte '?': for names from outside (a process names itself,
+// an ELF file names its symbols, anyone names a file) on their way to a terminal, where an
+// escape sequence would act and invalid UTF-8 garble the line. One byte per byte: column widths hold.
+inline std::string printable(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
 }
 
 // Levenshtein distance: how "did you mean" suggestions are ranked.

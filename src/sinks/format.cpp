@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
+
 namespace pm {
 
 std::string iso8601(WallClock::time_point t, bool micros) {
@@ -30,7 +32,7 @@ std::string labels_text(const Labels& labels) {
   std::string s;
   for (const auto& [k, v] : labels) {
     if (!s.empty()) s += ',';
-    s.append(k).append("=").append(v);
+    s.append(k).append("=").append(printable(v));  // label values come from outside: names, paths
   }
   return s;
 }

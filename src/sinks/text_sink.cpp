@@ -70,7 +70,7 @@ std::string slowest_requests(const RunInfo& info) {
         r.request_id.value_or(0), human_time(r.seconds), human_time(r.on_cpu_seconds), human_time(r.blocked_seconds),
         human_time(r.runq_seconds), human_bytes(static_cast<double>(r.bio_write_bytes)),
         human_bytes(static_cast<double>(r.bio_read_bytes)), r.voluntary_switches + r.involuntary_switches,
-        r.page_faults, r.function, r.pid, r.tid);
+        r.page_faults, printable(r.function), r.pid, r.tid);
   }
   return s;
 }

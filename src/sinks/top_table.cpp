@@ -215,14 +215,6 @@ std::string short_time(double s) {
   return fmt::format("{:.1f}s", s);
 }
 
-std::string printable(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c < 0x20 || c > 0x7e) c = '?';
-  }
-  return out;
-}
-
 std::string top_tables_text(const TopRecord& top) {
   std::string s;
   auto table = [&](TopList list, const char* what, size_t rows, auto row_of) {

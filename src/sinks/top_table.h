@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/text.h"  // printable(), for the users of these tables
 #include "core/top.h"
 
 namespace pm {
@@ -53,8 +54,5 @@ std::string short_time(double seconds);
 // The text output's tables: every list the record has, with every column, under a line that
 // says what they are ("top      processes by cpu: 214 processes, the first 10").
 std::string top_tables_text(const TopRecord& top);
-
-// Printable ASCII only: a process may name itself anything, escape sequences included.
-std::string printable(std::string_view s);
 
 }  // namespace pm

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sources/probes/probe_source.h"
 
+#include <fcntl.h>
 #include <time.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "core/text_layout.h"
 
 #include "probe.h"
@@ -93,6 +95,7 @@ void probe_text(TextBlock& b) {
   for (const Shown* calls : functions) {
     std::string fn(label_of(*calls, "function"));
     Labels l{{"function", fn}};
+    std::string shown = printable(fn);  // the ELF file named it: no escape sequence reaches the terminal
     const Shown* lat = b.take(kLatency, l);
     const Shown* max = b.take(kMax, l);
     const Shown* k[PM_KSIDE];
@@ -106,7 +109,7 @@ void probe_text(TextBlock& b) {
       // Where the calls' time went, as shares of their latency.
       double share = lat != nullptr && lat->value > 0 ? 100 / lat->value : std::nan("");
       b.line(at++, "probe",
-             fmt::format("{}: {:.0f} calls/s  latency p50 {}  p99 {}  on CPU {}  run queue {}  blocked {}", fn,
+             fmt::format("{}: {:.0f} calls/s  latency p50 {}  p99 {}  on CPU {}  run queue {}  blocked {}", shown,
                          calls->rate, q(&Shown::p50), q(&Shown::p99), percent(share * v(k[PM_ON_CPU_NS])),
                          percent(share * v(k[PM_RUNQ_NS])), percent(share * v(k[PM_BLOCKED_NS]))));
       continue;
@@ -114,7 +117,7 @@ void probe_text(TextBlock& b) {
     double n = calls->value;
     auto per = [&](int i) { return n > 0 ? v(k[i]) / n : std::nan(""); };
     b.line(at++, "probes",
-           fmt::format("{:<24} {:>8.0f} {:>9} {:>9} {:>9} {:>9}  {:>9} {:>9} {:>9} {:>9.1f} {:>9} {:>7.1f}", fn, n,
+           fmt::format("{:<24} {:>8.0f} {:>9} {:>9} {:>9} {:>9}  {:>9} {:>9} {:>9} {:>9.1f} {:>9} {:>7.1f}", shown, n,
                        q(&Shown::p50), q(&Shown::p90), q(&Shown::p99),
                        max != nullptr && n > 0 ? human_time(max->value) : "-", human_time(per(PM_ON_CPU_NS)),
                        human_time(per(PM_RUNQ_NS)), human_time(per(PM_BLOCKED_NS)),
@@ -357,20 +360,22 @@ Status attach_multi(ProbeSource::Impl& impl, const std::vector<probes::ResolvedP
   struct Binary {
     std::vector<uint64_t> offsets, entry_cookies, return_cookies;
   };
-  std::vector<std::pair<std::string, Binary>> binaries;  // in the order given
+  std::vector<std::pair<const probes::ResolvedProbe*, Binary>> binaries;  // in the order given
   for (size_t i = 0; i < list.size(); ++i) {
     const probes::ResolvedProbe& p = list[i];
-    auto b = std::find_if(binaries.begin(), binaries.end(), [&](const auto& e) { return e.first == p.path; });
-    if (b == binaries.end()) b = binaries.insert(binaries.end(), {p.path, {}});
+    auto b = std::find_if(binaries.begin(), binaries.end(), [&](const auto& e) {
+      return e.first->file != std::pair<uint64_t, uint64_t>{} ? e.first->file == p.file : e.first->path == p.path;
+    });
+    if (b == binaries.end()) b = binaries.insert(binaries.end(), {&p, {}});
     b->second.offsets.push_back(p.offset);
     b->second.entry_cookies.push_back(PM_COOKIE(i, p.arg));
     b->second.return_cookies.push_back(PM_COOKIE(i, 0));
   }
-  for (const auto& [path, b] : binaries) {
+  for (const auto& [probe, b] : binaries) {
     for (bool ret : {false, true}) {
       bpf_program* prog = ret ? impl.skel->progs.call_return : impl.skel->progs.call_entry;
-      auto link = probes::attach_uprobe_multi(bpf_program__fd(prog), path, b.offsets,
-                                              ret ? b.return_cookies : b.entry_cookies, ret);
+      auto link = probes::attach_uprobe_multi(bpf_program__fd(prog), probe->attach_path(), b.offsets,
+                                              ret ? b.return_cookies : b.entry_cookies, ret, printable(probe->path));
       if (!link) return link.error();
       impl.multi_links.push_back(std::move(*link));
     }
@@ -385,8 +390,11 @@ Status attach_each(ProbeSource::Impl& impl, const std::vector<probes::ResolvedPr
     for (bool ret : {false, true}) {
       LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = ret ? PM_COOKIE(i, 0) : PM_COOKIE(i, p.arg), .retprobe = ret);
       bpf_program* prog = ret ? impl.skel->progs.call_return : impl.skel->progs.call_entry;
-      bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, p.path.c_str(), p.offset, &opts);
-      if (link == nullptr) return Error::from_errno(errno, "attaching a uprobe to " + p.function + " in " + p.path);
+      // The file the symbols were read from (held open), not the path again: see ResolvedProbe.
+      bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, p.attach_path().c_str(), p.offset, &opts);
+      if (link == nullptr) {
+        return Error::from_errno(errno, "attaching a uprobe to " + printable(p.function) + " in " + printable(p.path));
+      }
       impl.links.emplace_back(link, bpf_link__destroy);
     }
   }
@@ -412,12 +420,16 @@ Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& ta
   PM_TRY(multi ? attach_multi(*impl, target.probes) : attach_each(*impl, target.probes));
   for (size_t i = 0; i < target.probes.size(); ++i) impl->indexes.push_back(static_cast<uint32_t>(i));
   if (!target.usdt_binary.empty()) {
+    // libbpf reads the notes from the file and attaches to it by name: one open file for both.
+    UniqueFd usdt(::open(target.usdt_binary.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (!usdt) return Error::from_errno(errno, "opening " + printable(target.usdt_binary) + " for its USDT probes");
+    std::string usdt_path = "/proc/self/fd/" + std::to_string(usdt.get());
     for (auto [prog, name] : {std::pair{impl->skel->progs.request_begin, "request_begin"},
                               std::pair{impl->skel->progs.request_end, "request_end"}}) {
-      bpf_link* link = bpf_program__attach_usdt(prog, -1, target.usdt_binary.c_str(), "perf_monitor", name, nullptr);
+      bpf_link* link = bpf_program__attach_usdt(prog, -1, usdt_path.c_str(), "perf_monitor", name, nullptr);
       if (link == nullptr) {
         return Error::from_errno(errno, std::string("attaching to the USDT probe perf_monitor:") + name + " in " +
-                                            target.usdt_binary);
+                                            printable(target.usdt_binary));
       }
       impl->links.emplace_back(link, bpf_link__destroy);
     }

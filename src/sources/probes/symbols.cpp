@@ -23,7 +23,9 @@
 namespace pm::probes {
 namespace {
 
-Error invalid(std::string msg) { return make_error(Errc::kInvalidArgument, std::move(msg)); }
+// Messages carry names from outside (symbols, paths, what was typed): printable() keeps
+// escape sequences in a symbol's name away from the terminal that shows the error.
+Error invalid(const std::string& msg) { return make_error(Errc::kInvalidArgument, printable(msg)); }
 
 // The CPU whose code this build of perf-monitor probes: its BPF programs read that CPU's
 // registers, and the kernel places uprobes as that CPU's breakpoints.
@@ -97,14 +99,34 @@ Status libelf_ready() {
   return {};
 }
 
+// O_NONBLOCK: a FIFO put where the binary was does not hold start-up; it is refused below.
 Result<ElfFile> open_elf(const std::string& path) {
   PM_TRY(libelf_ready());
   ElfFile f;
-  f.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!f.fd) return Error::from_errno(errno, "cannot open " + path);
+  f.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!f.fd) return Error::from_errno(errno, "cannot open " + printable(path));
+  struct stat st {};
+  if (::fstat(f.fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return invalid(path + " is not a regular file: not an ELF executable or library");
+  }
   f.elf.reset(elf_begin(f.fd.get(), ELF_C_READ_MMAP, nullptr));
-  if (!f.elf || elf_kind(f.elf.get()) != ELF_K_ELF) return invalid(path + " is not an ELF executable or library");
+  if (!f.elf || elf_kind(f.elf.get()) != ELF_K_ELF) {
+    return invalid(path + " is not an ELF executable or library");
+  }
   return f;
+}
+
+Result<uint64_t> offset_in(Elf* elf, uint64_t addr, const std::string& path) {
+  size_t n = 0;
+  if (elf_getphdrnum(elf, &n) != 0) return invalid(path + " has no program headers");
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf, static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_LOAD) continue;
+    if ((ph.p_flags & PF_X) && addr >= ph.p_vaddr && addr < ph.p_vaddr + ph.p_memsz) {
+      return addr - ph.p_vaddr + ph.p_offset;
+    }
+  }
+  return invalid("the function's address is in no executable segment of " + path);
 }
 
 // xz-compressed bytes (the MiniDebugInfo of .gnu_debugdata) decompressed. Corrupt data is
@@ -349,7 +371,7 @@ Result<ElfSymbol> match_symbol(const std::vector<ElfSymbol>& symbols, std::strin
   std::string hints = closest(symbols, function);
   if (!hints.empty()) msg += " (closest: " + hints + ")";
   if (symbols.empty()) msg += " (it has no symbol table: it was stripped)";
-  return make_error(Errc::kNotFound, msg);
+  return make_error(Errc::kNotFound, printable(msg));
 }
 
 Result<std::string> find_binary(std::string_view binary) {
@@ -357,7 +379,7 @@ Result<std::string> find_binary(std::string_view binary) {
   auto usable = [](const std::string& p) { return ::access(p.c_str(), R_OK) == 0; };
   if (b.find('/') != std::string::npos) {
     if (usable(b)) return b;
-    return make_error(Errc::kNotFound, "no binary " + b + ": check the path");
+    return make_error(Errc::kNotFound, "no binary " + printable(b) + ": check the path");
   }
   std::vector<std::string> dirs;
   for (const char* var : {"PATH", "LD_LIBRARY_PATH"}) {
@@ -376,24 +398,15 @@ Result<std::string> find_binary(std::string_view binary) {
     std::string p = (d.empty() ? "." : d) + "/" + b;
     if (usable(p)) return p;
   }
-  return make_error(Errc::kNotFound, "no binary or library '" + b +
+  return make_error(Errc::kNotFound, "no binary or library '" + printable(b) +
                                          "' on PATH or in the library directories: give its path, e.g. "
-                                         "/usr/lib/x86_64-linux-gnu/" + b);
+                                         "/usr/lib/x86_64-linux-gnu/" + printable(b));
 }
 
 Result<uint64_t> file_offset(const std::string& path, uint64_t addr) {
   auto f = open_elf(path);
   if (!f) return f.error();
-  size_t n = 0;
-  if (elf_getphdrnum(f->elf.get(), &n) != 0) return invalid(path + " has no program headers");
-  for (size_t i = 0; i < n; ++i) {
-    GElf_Phdr ph;
-    if (gelf_getphdr(f->elf.get(), static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_LOAD) continue;
-    if ((ph.p_flags & PF_X) && addr >= ph.p_vaddr && addr < ph.p_vaddr + ph.p_memsz) {
-      return addr - ph.p_vaddr + ph.p_offset;
-    }
-  }
-  return invalid("the function's address is in no executable segment of " + path);
+  return offset_in(f->elf.get(), addr, path);
 }
 
 Result<ResolvedProbe> resolve_probe(const ProbeSpec& spec) {
@@ -405,15 +418,19 @@ Result<ResolvedProbe> resolve_probe(const ProbeSpec& spec) {
   }
   auto path = find_binary(spec.binary);
   if (!path) return path.error();
-  auto symbols = read_function_symbols(*path);
+  // One open: symbols, offset, identity and the attachment all come from this file.
+  auto f = open_elf(*path);
+  if (!f) return f.error();
+  auto symbols = symbols_of(f->elf.get(), *path);
   if (!symbols) return symbols.error();
   auto sym = match_symbol(*symbols, spec.function, spec.binary);
   if (!sym) return sym.error();
-  auto off = file_offset(*path, sym->addr);
+  auto off = offset_in(f->elf.get(), sym->addr, *path);
   if (!off) return off.error();
   ResolvedProbe r{*path, sym->demangled, *off, spec.arg};
   struct stat st {};
-  if (::stat(path->c_str(), &st) == 0) r.file = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  if (::fstat(f->fd.get(), &st) == 0) r.file = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  r.fd = std::make_shared<const UniqueFd>(std::move(f->fd));
   return r;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,6 +14,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/fd.h"
 
 namespace pm::probes {
 
@@ -61,16 +63,25 @@ std::string demangle(const std::string& name);
 
 // A probe ready to attach.
 struct ResolvedProbe {
-  std::string path;
+  std::string path;      // as found from what was typed: for messages and labels
   std::string function;  // the demangled name, for output
   uint64_t offset = 0;
   int arg = 0;
   std::pair<uint64_t, uint64_t> file{};  // device and inode: one file under two paths is one
+  // The file the symbols were read from, held open: the probe is attached to it, not to
+  // whatever `path` names by then (the owner of a directory on the path could have put a
+  // symlink to another file there, and the offset read here would land in that file).
+  std::shared_ptr<const UniqueFd> fd;
+  // Where the kernel finds that file (/proc/self/fd/N); `path` for a probe made by hand.
+  [[nodiscard]] std::string attach_path() const {
+    return fd && *fd ? "/proc/self/fd/" + std::to_string(fd->get()) : path;
+  }
   // Whether both probes go to the same instruction (however the function and file were named).
   [[nodiscard]] bool same_place(const ResolvedProbe& o) const {
     return offset == o.offset && (file != std::pair<uint64_t, uint64_t>{} ? file == o.file : path == o.path);
   }
 };
+// Finds the binary, opens it once and reads symbols and offset from that open file.
 Result<ResolvedProbe> resolve_probe(const ProbeSpec& spec);
 
 // Whether the ELF file carries USDT probes (.note.stapsdt) of `provider`.

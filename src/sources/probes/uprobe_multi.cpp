@@ -35,7 +35,7 @@ static_assert(offsetof(LinkCreateUprobeMulti, path) == 16 && offsetof(LinkCreate
 }  // namespace
 
 Result<UniqueFd> attach_uprobe_multi(int prog_fd, const std::string& path, const std::vector<uint64_t>& offsets,
-                                     const std::vector<uint64_t>& cookies, bool retprobe) {
+                                     const std::vector<uint64_t>& cookies, bool retprobe, const std::string& shown) {
   if (offsets.empty() || offsets.size() != cookies.size()) {
     return make_error(Errc::kInvalidArgument, "uprobe_multi: one cookie per offset");
   }
@@ -55,7 +55,7 @@ Result<UniqueFd> attach_uprobe_multi(int prog_fd, const std::string& path, const
     if (err == EINVAL || err == EOPNOTSUPP || err == ENOSYS || err == E2BIG) {
       return make_error(Errc::kUnavailable, std::string("uprobe_multi links: ") + std::strerror(err));
     }
-    return Error::from_errno(err, "attaching uprobes to " + path);
+    return Error::from_errno(err, "attaching uprobes to " + shown);
   }
   return UniqueFd(static_cast<int>(fd));
 }

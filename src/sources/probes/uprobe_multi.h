@@ -18,9 +18,10 @@ namespace pm::probes {
 inline constexpr unsigned kUprobeMultiAttachType = 48;
 
 // Attaches prog_fd at `offsets` of `path` (the function's entries; their returns with
-// `retprobe`), each call seeing the cookie of its offset. Errc::kUnavailable where the kernel
-// has no uprobe_multi links.
+// `retprobe`), each call seeing the cookie of its offset; `shown` names the file in errors
+// (path is /proc/self/fd/N for a file held open). Errc::kUnavailable where the kernel has no
+// uprobe_multi links.
 Result<UniqueFd> attach_uprobe_multi(int prog_fd, const std::string& path, const std::vector<uint64_t>& offsets,
-                                     const std::vector<uint64_t>& cookies, bool retprobe);
+                                     const std::vector<uint64_t>& cookies, bool retprobe, const std::string& shown);
 
 }  // namespace pm::probes
