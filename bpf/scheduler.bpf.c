@@ -254,7 +254,7 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, PM_RAW_STAMPS);  // 1 where the typed programs load (user space)
+  __uint(max_entries, PM_RAW_STAMPS);  // a token size where the typed programs load (user space)
   __type(key, __u32);
   __type(value, __u64);
 } raw_runq_stamps SEC(".maps");
@@ -276,6 +276,7 @@ static __always_inline void stamp_runnable(struct task_struct *p, bool typed, __
 static __always_inline __u64 take_stamp(struct task_struct *p, bool typed) {
   __u64 *ts;
   if (typed) {
+    if (p->pid == 0) return 0;  // (a load, not a helper call: switches to idle are frequent)
     ts = bpf_task_storage_get(&runq_stamps, p, 0, 0);
   } else {
     __u32 pid = BPF_CORE_READ(p, pid);
@@ -323,8 +324,8 @@ static __always_inline int on_tree_waking(struct task_struct *p) {
 // stamp lookups (task storage: no hash) and one clock read. `prev_state`: prev's state as it
 // was switched out; the switch is involuntary when prev was preempted or still runnable, as
 // the kernel counts nivcsw, and prev then waits on the run queue from now.
-static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next, bool preempt,
-                                     long prev_state, bool typed) {
+static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next, bool preempt, long prev_state,
+                                     bool typed) {
   __u32 zero = 0;
   struct pm_sched_counters *c = 0;
   bool runnable = preempt || prev_state == 0;
