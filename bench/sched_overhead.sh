@@ -10,6 +10,8 @@
 #              (eBPF sources only: membership checks, exit capture, the tree's run-queue waits)
 #   run-all    the same with everything on (adds perf counters inherited by the tree's tasks)
 #   bpftrace   an equivalent bpftrace script: switches per CPU, wakeups, run-queue histogram
+#   kernel-base, run-base   with BASE=OTHER_PERF_MONITOR: kernel and run for that binary (an
+#              earlier build), interleaved with the rest, to compare two versions in one run
 # Each configuration runs ROUNDS times, interleaved; the median usecs/op is reported with its
 # slowdown against bare. For perf-monitor also its own CPU during the storm, and its peak RSS.
 #   bench/sched_overhead.sh [BUILD_DIR] [LOOPS] [ROUNDS]
@@ -27,7 +29,7 @@ ulimit -l unlimited 2>/dev/null || true
 pipe_us() { taskset -c 0 perf bench sched pipe -l "$loops" 2>/dev/null | awk '/usecs\/op/ {print $1}'; }
 # The ping-pong as perf-monitor's command (run mode); the monitor's own output goes to /dev/null.
 run_us() {
-  "$pm" "$@" run --output /dev/null -- taskset -c 0 perf bench sched pipe -l "$loops" 2>/dev/null |
+  "${bin:-$pm}" "$@" run --output /dev/null -- taskset -c 0 perf bench sched pipe -l "$loops" 2>/dev/null |
     awk '/usecs\/op/ {print $1}'
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -36,13 +38,13 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 cat > /tmp/pm-bench.bt <<'BT'
 tracepoint:sched:sched_switch {
   @switches[cpu] = count();
-  if (args->prev_state == 0) { @qtime[args->prev_pid] = nsecs; }
+  if ((args->prev_state & 0xff) == 0) { @qtime[args->prev_pid] = nsecs; }
   if (@qtime[args->next_pid]) {
     @runq_us = hist((nsecs - @qtime[args->next_pid]) / 1000);
     delete(@qtime[args->next_pid]);
   }
 }
-tracepoint:sched:sched_waking { @wakeups = count(); @qtime[args->pid] = nsecs; }
+tracepoint:sched:sched_wakeup { @wakeups = count(); @qtime[args->pid] = nsecs; }
 tracepoint:sched:sched_wakeup_new { @wakeups = count(); @qtime[args->pid] = nsecs; }
 BT
 
@@ -74,6 +76,12 @@ for ((r = 0; r < rounds; r++)); do
   kill -INT $mpid; wait $mpid || true
 
   results[run]+="$(run_us --config /tmp/pm-bench-kernel.toml) "
+  if [ -n "${BASE:-}" ]; then
+    "$BASE" --config /tmp/pm-bench-kernel.toml --output /dev/null 2>/dev/null & kpid=$!; sleep 1.5
+    results[kernel-base]+="$(pipe_us) "
+    kill -INT $kpid; wait $kpid || true
+    results[run-base]+="$(bin=$BASE run_us --config /tmp/pm-bench-kernel.toml) "
+  fi
   results[run-all]+="$(run_us) "
 
   if command -v bpftrace > /dev/null; then
@@ -87,7 +95,7 @@ done
 
 bare=$(echo ${results[bare]} | tr ' ' '\n' | median)
 printf '%-10s %10s %10s\n' config usecs/op slowdown
-for c in bare floor kernel monitor run run-all bpftrace; do
+for c in bare floor kernel kernel-base monitor run run-base run-all bpftrace; do
   [ -n "${results[$c]:-}" ] || continue
   m=$(echo ${results[$c]} | tr ' ' '\n' | median)
   printf '%-10s %10s %10.3f\n' "$c" "$m" "$(echo "$m / $bare" | bc -l)"

@@ -238,12 +238,72 @@ static __always_inline __u32 cgroup_slot_of(struct task_struct *t) {
   return slot;
 }
 
-static __always_inline int on_wakeup(struct task_struct *p) {
+// Run-queue waits are timed on the wall clock (bpf_ktime_get_ns), as runqlat does: a task is
+// stamped when it becomes runnable (sched_wakeup, sched_wakeup_new, or switched out still
+// runnable) and its wait is the time to its next switch-in. The scheduler's own stamp
+// (sched_info.last_queued against rq->clock, what run_delay adds up) cannot serve: a wakeup
+// that preempts makes the next switch skip its clock update (rq_clock_skip_update), so the
+// woken task's wait reads ~0 however long it was. Typed programs keep the stamp in task
+// storage (no hash lookup, freed with the task); raw_tp ones in a pid-keyed LRU hash.
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, __u64);
+} runq_stamps SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, PM_RAW_STAMPS);  // a token size where the typed programs load (user space)
+  __type(key, __u32);
+  __type(value, __u64);
+} raw_runq_stamps SEC(".maps");
+
+// The stamp of a task that became runnable now. The idle task (pid 0) never waits.
+static __always_inline void stamp_runnable(struct task_struct *p, bool typed, __u64 now) {
+  if (typed) {
+    if (p->pid == 0) return;
+    __u64 *ts = bpf_task_storage_get(&runq_stamps, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (ts) *ts = now;
+  } else {
+    __u32 pid = BPF_CORE_READ(p, pid);
+    if (pid == 0) return;
+    bpf_map_update_elem(&raw_runq_stamps, &pid, &now, BPF_ANY);
+  }
+}
+
+// The stamp of a task switched in, taken (0: none, it did not wait on a run queue since).
+static __always_inline __u64 take_stamp(struct task_struct *p, bool typed) {
+  __u64 *ts;
+  if (typed) {
+    if (p->pid == 0) return 0;  // (a load, not a helper call: switches to idle are frequent)
+    ts = bpf_task_storage_get(&runq_stamps, p, 0, 0);
+  } else {
+    __u32 pid = BPF_CORE_READ(p, pid);
+    ts = bpf_map_lookup_elem(&raw_runq_stamps, &pid);
+  }
+  if (!ts) return 0;
+  __u64 at = *ts;
+  *ts = 0;
+  return at;
+}
+
+// sched_wakeup (and sched_wakeup_new): the task is runnable from here. It follows each
+// sched_waking one to one (also for a task woken before it left the CPU), later only where
+// the wakeup is handed to the task's CPU (an IPI), which runqlat does not count as waiting.
+static __always_inline int on_wakeup(struct task_struct *p, bool typed) {
   __u32 zero = 0;
   if (count_system) {
     struct pm_sched_counters *c = bpf_map_lookup_elem(&counters, &zero);
     if (c) c->wakeups++;
   }
+  stamp_runnable(p, typed, bpf_ktime_get_ns());
+  return 0;
+}
+
+// sched_waking of a tree member (typed programs only: a tree is followed only by them). Its
+// state is still the sleep's here, which sched_wakeup no longer shows.
+static __always_inline int on_tree_waking(struct task_struct *p) {
   if (!track_tree) return 0;
   struct pm_member *m = member_of(p);
   if (!m) return 0;
@@ -260,22 +320,20 @@ static __always_inline int on_wakeup(struct task_struct *p) {
   return 0;
 }
 
-// The hottest path of the kernel, kept to reading fields and adding to counters. Run-queue
-// latency comes from the scheduler's own stamp: a task put on a run queue (woken, or preempted
-// while runnable) carries sched_info.last_queued in rq clock time, which the scheduler turns
-// into its run_delay right after this tracepoint; we take the same difference. A wait shorter
-// than the rq clock's last update reads as 0: it is still a wait (bucket 0), as the scheduler
-// counts it. `prev_state`: prev's state as it was switched out; the switch is involuntary when
-// prev was preempted or still runnable, as the kernel counts nivcsw.
-static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next, bool preempt,
-                                     long prev_state, bool next_is_idle, __u64 next_queued, __u64 rq_clock) {
+// The hottest path of the kernel, kept to reading fields, adding to counters and at most two
+// stamp lookups (task storage: no hash) and one clock read. `prev_state`: prev's state as it
+// was switched out; the switch is involuntary when prev was preempted or still runnable, as
+// the kernel counts nivcsw, and prev then waits on the run queue from now.
+static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next, bool preempt, long prev_state,
+                                     bool typed) {
   __u32 zero = 0;
   struct pm_sched_counters *c = 0;
+  bool runnable = preempt || prev_state == 0;
   if (count_system) {
     c = bpf_map_lookup_elem(&counters, &zero);
     if (c) {
       c->switches++;
-      if (preempt || prev_state == 0) c->involuntary++;
+      if (runnable) c->involuntary++;
       else c->voluntary++;
     }
   }
@@ -284,8 +342,12 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
     if (track_all) capture_any(prev);
   }
 
-  if (next_is_idle || !next_queued || rq_clock < next_queued) return 0;  // the idle task never queues
-  __u64 wait = rq_clock - next_queued;
+  __u64 queued = take_stamp(next, typed);  // the idle task has none
+  if (!runnable && !queued) return 0;
+  __u64 now = bpf_ktime_get_ns();
+  if (runnable) stamp_runnable(prev, typed, now);
+  if (!queued || now < queued) return 0;
+  __u64 wait = now - queued;
   __u32 b = PM_BUCKET(log2_bucket(in_hist_units(wait)), PM_RUNQ_BUCKETS);
   if (c) {
     c->runq_count++;
@@ -364,30 +426,25 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
-  // next's run queue is this CPU's: its clock is the one last_queued was stamped with. (The
-  // run queue is reached through the task's cfs_rq: the per-CPU `runqueues` symbol is not in
-  // kallsyms without CONFIG_KALLSYMS_ALL.)
-  __u64 clock = bpf_core_field_exists(struct cfs_rq, rq) ? next->se.cfs_rq->rq->clock : 0;
-  return on_switch(prev, next, preempt, TASK_STATE_BTF(prev), next->pid == 0, clock ? next->sched_info.last_queued : 0,
-                   clock);
+  return on_switch(prev, next, preempt, TASK_STATE_BTF(prev), true);
 }
-SEC("tp_btf/sched_waking")
-int BPF_PROG(btf_wakeup, struct task_struct *p) { return on_wakeup(p); }
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(btf_wakeup, struct task_struct *p) { return on_wakeup(p, true); }
 SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(btf_wakeup_new, struct task_struct *p) { return on_wakeup(p); }
+int BPF_PROG(btf_wakeup_new, struct task_struct *p) { return on_wakeup(p, true); }
+SEC("tp_btf/sched_waking")
+int BPF_PROG(tree_waking, struct task_struct *p) { return on_tree_waking(p); }
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(tree_fork, struct task_struct *parent, struct task_struct *child) { return on_fork(parent, child); }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
-  __u64 clock = bpf_core_field_exists(struct cfs_rq, rq) ? BPF_CORE_READ(next, se.cfs_rq, rq, clock) : 0;
-  return on_switch(prev, next, preempt, task_state(prev), BPF_CORE_READ(next, pid) == 0,
-                   clock ? BPF_CORE_READ(next, sched_info.last_queued) : 0, clock);
+  return on_switch(prev, next, preempt, task_state(prev), false);
 }
-SEC("raw_tp/sched_waking")
-int BPF_PROG(raw_wakeup, struct task_struct *p) { return on_wakeup(p); }
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(raw_wakeup, struct task_struct *p) { return on_wakeup(p, false); }
 SEC("raw_tp/sched_wakeup_new")
-int BPF_PROG(raw_wakeup_new, struct task_struct *p) { return on_wakeup(p); }
+int BPF_PROG(raw_wakeup_new, struct task_struct *p) { return on_wakeup(p, false); }
 
 // A live task's record: its figures, its process's memory, who and where it is. Typed pointers
 // all the way: direct loads, no helper calls (this runs for every member on every tree pass).

@@ -6,6 +6,9 @@
 /* log2 buckets of run-queue latency in microseconds: bucket i counts latencies < 2^i us
  * (bucket 0: under 1 us); the last bucket takes everything longer. */
 #define PM_RUNQ_BUCKETS 32
+/* Tasks whose run-queue stamp the raw_tp fallback holds at once (an LRU hash by pid; the typed
+ * programs keep it in task storage). */
+#define PM_RAW_STAMPS 16384
 #include "tree.h"
 
 /* System-wide scheduler counters, one slot per CPU (a per-CPU array of one element). */
@@ -13,12 +16,12 @@ struct pm_sched_counters {
   __u64 switches;     /* context switches */
   __u64 voluntary;    /* the previous task blocked (its state was not TASK_RUNNING) */
   __u64 involuntary;  /* the previous task was preempted while runnable */
-  __u64 wakeups;      /* sched_waking (every wakeup of a sleeping task, also one that had not
+  __u64 wakeups;      /* sched_wakeup (every wakeup of a sleeping task, also one that had not
                          left the CPU yet) and sched_wakeup_new */
   __u64 runq_count;   /* run-queue waits measured (sum of runq_hist): every switch-in of a
-                         task that waited on a run queue, also one whose wait was under the
-                         clock's resolution (bucket 0) */
-  __u64 runq_ns;      /* their total, for the mean */
+                         task stamped runnable since it last ran (woken, new, or switched out
+                         still runnable) */
+  __u64 runq_ns;      /* their total wall-clock time (bpf_ktime_get_ns), for the mean */
   __u64 runq_hist[PM_RUNQ_BUCKETS];
 };
 

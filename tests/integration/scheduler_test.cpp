@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// The scheduler source (eBPF on sched_switch, sched_waking, sched_wakeup_new, sched_process_fork)
+// The scheduler source (eBPF on sched_switch, sched_wakeup, sched_wakeup_new, sched_waking, sched_process_fork)
 // and the tree's kernel accounting against workloads of known behaviour and against /proc/stat.
 #include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -96,26 +100,41 @@ TEST_F(SchedulerTest, ForkedChildrenAreFollowedInTheKernel) {
               2e-6);
 }
 
-// /proc/stat's ctxt: every context switch since boot.
+// /proc/stat's ctxt: every context switch since boot (the run queues' nr_switches, which the
+// scheduler counts where it fires sched_switch: the two cannot differ).
+double ctxt_now() {
+  std::ifstream in("/proc/stat");
+  for (std::string key; in >> key;) {
+    double v = 0;
+    if (key == "ctxt" && in >> v) return v;
+  }
+  return 0;
+}
+
 TEST_F(SchedulerTest, SystemWideSwitchesAgreeWithProcStat) {
   // eBPF fills scheduler.context_switches (it outranks perf's counter and /proc/stat, which the
-  // summary then leaves out): its rate against the rate of /proc/stat's ctxt, read here from
-  // when monitoring began to its end, under a load that switches steadily.
+  // summary then leaves out): its total against /proc/stat's ctxt over the same window, from the
+  // header (the baseline is read just before) to perf-monitor's end (its last reading just
+  // before), under a ping-pong that runs inside the window, so that only the host's background
+  // switches fall between the two readings of each edge.
+  RunningPm pm({"--format", "json", "--interval", "500ms"});
+  ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
+  double before = ctxt_now();
   pid_t load = ::fork();
   if (load == 0) {
-    ::execl(workload().c_str(), "pm-workload", "pingpong", "40000000", nullptr);  // outlasts the test
+    ::execl(workload().c_str(), "pm-workload", "pingpong", "20000", nullptr);
     ::_exit(127);
   }
-  SwitchWindow w = switches_while_monitoring({"--format", "json", "--interval", "500ms", "--duration", "2s"});
-  const Outcome& o = w.o;
-  ::kill(load, SIGKILL);
   ::waitpid(load, nullptr, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // an interval of it ends
+  Outcome o = pm.stop(SIGINT);
+  double proc = ctxt_now() - before;
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   ASSERT_TRUE(o.summary["scheduler"]["context_switches"].is_object()) << o.summary.dump();
   double ours = o.summary["scheduler"]["context_switches"]["all"].get<double>();
-  double proc_rate = w.proc_switches / w.wall_s, our_rate = ours / o.summary["duration_s"].get<double>();
-  EXPECT_GT(w.proc_switches, 10000);
-  EXPECT_NEAR(our_rate, proc_rate, proc_rate * 0.1);
+  std::printf("switches: ours %.0f, /proc/stat's ctxt %.0f\n", ours, proc);
+  EXPECT_GT(proc, 2 * 20000);
+  EXPECT_NEAR(ours, proc, proc * 0.02);
   double per_cpu = 0;
   for (const auto& [cpu, v] : o.summary["scheduler"]["context_switches"].items()) {
     if (cpu != "all") per_cpu += v.get<double>();
@@ -253,6 +272,228 @@ TEST(KernelSources, WithoutPrivilegeEachPartSaysWhyAndTheRestRuns) {
   EXPECT_TRUE(summary.contains("global_mem_used_max"));
   EXPECT_TRUE(summary.contains("cpu"));
   ::unlink(out.c_str());
+}
+
+}  // namespace
+}  // namespace pm::test
+
+namespace pm::test {
+namespace {
+
+// Run-queue latency against runqlat (bcc's, in bpftrace) over the same window: a task is
+// stamped by the wall clock when it becomes runnable (sched_wakeup, sched_wakeup_new, or
+// switched out still runnable: prev_state 0, or TASK_REPORT_MAX (0x100) when preempted) and its
+// wait ends at its next switch-in; the idle task (pid 0) never waits. bpftrace runs from before
+// perf-monitor starts until after it ends; the tree's waits are told apart by their comm.
+struct Runqlat {
+  std::vector<double> all, tree;  // log2 buckets of microseconds, as perf-monitor's
+  double all_waits = 0, tree_waits = 0;
+};
+
+// bpftrace's hist() of one map: "[0]", "[1]", "[2, 4)", "[1K, 2K)" ... -> bucket i holds values
+// below 2^i (0: 0, i: [2^(i-1), 2^i)), perf-monitor's layout.
+std::vector<double> parse_hist(const std::string& text, const std::string& map) {
+  std::vector<double> h(64, 0);
+  size_t at = text.find("@" + map + ":");
+  if (at == std::string::npos) return h;
+  std::istringstream in(text.substr(at));
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line) && !line.empty() && line[0] == '[') {
+    size_t end = line.find_first_of(",]");
+    std::string low = line.substr(1, end - 1);
+    double scale = low.back() == 'K' ? 1024 : low.back() == 'M' ? 1024 * 1024 : low.back() == 'G' ? 1 << 30 : 1;
+    if (scale > 1) low.pop_back();
+    double lo = std::stod(low) * scale;
+    size_t bucket = lo == 0 ? 0 : static_cast<size_t>(std::lround(std::log2(lo))) + 1;
+    size_t close = line.find_first_of(")]"), bar = line.find('|');
+    if (close == std::string::npos || bar == std::string::npos || bar < close) continue;
+    double n = std::stod(line.substr(close + 1, bar - close - 1));
+    if (bucket < h.size()) h[bucket] += n;
+  }
+  return h;
+}
+
+double parse_count(const std::string& text, const std::string& map) {
+  size_t at = text.find("@" + map + ": ");
+  return at == std::string::npos ? 0 : std::stod(text.substr(at + map.size() + 3));
+}
+
+// The bucket that holds quantile q of a histogram.
+int quantile_bucket(const std::vector<double>& h, double q) {
+  double total = 0;
+  for (double v : h) total += v;
+  double seen = 0;
+  for (size_t i = 0; i < h.size(); ++i) {
+    seen += h[i];
+    if (seen >= q * total && total > 0) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<double> buckets_of(const nlohmann::json& hist) {
+  std::vector<double> h;
+  for (const auto& b : hist["buckets"]) h.push_back(b.get<double>());
+  return h;
+}
+
+int online_cpus_here() {
+  cpu_set_t set;
+  return ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+class RunQueueTest : public SchedulerTest {
+ protected:
+  void SetUp() override {
+    SchedulerTest::SetUp();
+    if (IsSkipped()) return;
+    if (std::system("command -v bpftrace >/dev/null") != 0) {
+      GTEST_SKIP() << "bpftrace is not installed (scripts/install-deps.sh installs it)";
+    }
+    if (std::system("mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing") != 0) {
+      GTEST_SKIP() << "tracefs cannot be mounted: bpftrace's tracepoints need it";
+    }
+    // The workload under a name of its own (its comm), so that other tests' pm-workloads running
+    // meanwhile are not in bpftrace's tree.
+    comm = "pmrq" + std::to_string(::getpid());
+    program = scratch_dir() + "/" + comm;
+    ::unlink(program.c_str());
+    ASSERT_EQ(::symlink(workload().c_str(), program.c_str()), 0) << program;
+  }
+  void TearDown() override {
+    if (!program.empty()) ::unlink(program.c_str());
+  }
+
+  // `perf-monitor run` of cmd with bpftrace's runqlat around it; tree_comm names the tree's
+  // tasks for bpftrace. System-wide, bpftrace counts from the tree's first switch-in until
+  // `processes` of its processes have exited: the run's window, less its exec and its reaping.
+  Runqlat measure(const std::vector<std::string>& cmd, const std::string& tree_comm, Outcome& o, int processes = 1) {
+    std::string script = temp_base() + ".bt", out = temp_base() + "-bt.out";
+    std::string text = R"(
+tracepoint:sched:sched_wakeup, tracepoint:sched:sched_wakeup_new { if (args->pid != 0) { @q[args->pid] = nsecs; } }
+tracepoint:sched:sched_switch {
+  if (args->prev_pid != 0 && (args->prev_state & 0xff) == 0) { @q[args->prev_pid] = nsecs; }
+  $t = @q[args->next_pid];
+  if ($t) {
+    $us = (nsecs - $t) / 1000;
+    if (@on && @gone < PROCESSES) { @all = hist($us); @all_waits = count(); }
+    if (args->next_comm == "COMM") { @tree = hist($us); @tree_waits = count(); }
+  }
+  delete(@q[args->next_pid]);
+  if (args->next_comm == "COMM") { @on = 1; }
+}
+tracepoint:sched:sched_process_exit /comm == "COMM"/ { @gone = @gone + 1; }
+END { clear(@q); clear(@on); clear(@gone); }
+)";
+    for (size_t at; (at = text.find("COMM")) != std::string::npos;) text.replace(at, 4, tree_comm);
+    text.replace(text.find("PROCESSES"), 9, std::to_string(processes));
+    std::ofstream(script) << text;
+    pid_t bt = ::fork();
+    if (bt == 0) {
+      int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::setenv("BPFTRACE_MAP_KEYS_MAX", "65536", 1);
+      ::execlp("bpftrace", "bpftrace", script.c_str(), nullptr);
+      ::_exit(127);
+    }
+    // bpftrace says "Attaching" just before its probes go in.
+    bool attached = wait_for_text(out, "Attaching", std::chrono::seconds(30),
+                                  [bt] { return ::waitpid(bt, nullptr, WNOHANG) == 0; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::vector<std::string> args = {"run", "--format", "json", "--"};
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    o = run_pm(args);
+    ::kill(bt, SIGINT);
+    ::waitpid(bt, nullptr, 0);
+    std::ifstream in(out);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    ::unlink(script.c_str());
+    ::unlink(out.c_str());
+    EXPECT_TRUE(attached) << ss.str();
+    Runqlat r;
+    r.all = parse_hist(ss.str(), "all");
+    r.tree = parse_hist(ss.str(), "tree");
+    r.all_waits = parse_count(ss.str(), "all_waits");
+    r.tree_waits = parse_count(ss.str(), "tree_waits");
+    return r;
+  }
+
+  // p50 and p99 within one log2 bucket, the number of waits within 5 %.
+  static void expect_agree(const std::string& what, const nlohmann::json& ours, const std::vector<double>& theirs,
+                           double their_waits) {
+    std::vector<double> h = buckets_of(ours);
+    double n = ours["count"].get<double>();
+    std::printf("%s: waits %.0f (runqlat %.0f), p50 bucket %d (%d), p99 bucket %d (%d)\n", what.c_str(), n, their_waits,
+                quantile_bucket(h, 0.5), quantile_bucket(theirs, 0.5), quantile_bucket(h, 0.99),
+                quantile_bucket(theirs, 0.99));
+    EXPECT_NEAR(n, their_waits, 0.05 * their_waits) << what;
+    for (double q : {0.5, 0.99}) {
+      EXPECT_NEAR(quantile_bucket(h, q), quantile_bucket(theirs, q), 1)
+          << what << " p" << q * 100 << ": ours " << ours.dump() << "\nrunqlat's buckets "
+          << nlohmann::json(theirs).dump();
+    }
+  }
+
+  std::string comm, program;
+};
+
+TEST_F(RunQueueTest, WakeupPingPongAgreesWithRunqlat) {
+  // A ping-pong across two CPUs: each wakeup reaches an idle CPU and preempts its idle task, which
+  // makes the scheduler skip its next clock update (rq_clock_skip_update): the scheduler's own
+  // stamp (sched_info.last_queued against rq->clock) read ~0 there, though the task waited.
+  if (online_cpus_here() < 2) GTEST_SKIP() << "needs two CPUs";
+  Outcome o;
+  Runqlat r = measure({program, "crosspong", "5000"}, comm, o, 2);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  EXPECT_GE(r.tree_waits, 0.9 * 2 * 5000);  // (a reader may find its byte before it blocks)
+  expect_agree("tree", o.summary["proc_runq_latency_seconds"], r.tree, r.tree_waits);
+  // System-wide, over the same window.
+  expect_agree("system", o.summary["scheduler"]["runq_latency_seconds"], r.all, r.all_waits);
+}
+
+TEST_F(RunQueueTest, RawTracepointFallbackAgreesWithRunqlat) {
+  // The raw_tp programs keep the stamps in a hash by pid (no task storage there), system-wide.
+  if (online_cpus_here() < 2) GTEST_SKIP() << "needs two CPUs";
+  ::setenv("PERF_MONITOR_BPF_ATTACH", "raw_tp", 1);
+  Outcome o;
+  Runqlat r = measure({program, "crosspong", "5000"}, comm, o, 2);
+  ::unsetenv("PERF_MONITOR_BPF_ATTACH");
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  EXPECT_GE(r.tree_waits, 0.9 * 2 * 5000);
+  expect_agree("system (raw_tp)", o.summary["scheduler"]["runq_latency_seconds"], r.all, r.all_waits);
+}
+
+TEST_F(RunQueueTest, StressNgSwitchAgreesWithRunqlat) {
+  // stress-ng's own ping-pong (the two tasks go wherever the scheduler puts them).
+  if (std::system("command -v stress-ng >/dev/null") != 0) GTEST_SKIP() << "stress-ng is not installed";
+  Outcome o;
+  Runqlat r = measure({"stress-ng", "--switch", "1", "--timeout", "1", "--quiet"}, "stress-ng-switc", o);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  EXPECT_GT(r.tree_waits, 10000);
+  expect_agree("tree", o.summary["proc_runq_latency_seconds"], r.tree, r.tree_waits);
+}
+
+TEST_F(RunQueueTest, SaturatedCpuAgreesWithRunqlat) {
+  // Three spinning threads on one CPU: each waits while the others run out their slices.
+  Outcome o;
+  Runqlat r = measure({"taskset", "-c", "0", program, "threads", "3", "200"}, comm, o);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  EXPECT_GT(r.tree_waits, 100);
+  expect_agree("tree", o.summary["proc_runq_latency_seconds"], r.tree, r.tree_waits);
+}
+
+TEST_F(RunQueueTest, PreemptingWakeupsAgreeWithRunqlat) {
+  // A task that naps 1 ms at a time beside a spinner on one CPU: each of its wakeups preempts the
+  // spinner, which then waits for the CPU back.
+  Outcome o;
+  std::string sh = program + " spin 500 & " + program + " naps 300 1; wait";
+  Runqlat r = measure({"taskset", "-c", "0", "sh", "-c", sh}, comm, o);
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  EXPECT_GT(r.tree_waits, 300);
+  // (The shell's own few waits are the tree's, not bpftrace's by comm.)
+  expect_agree("tree", o.summary["proc_runq_latency_seconds"], r.tree, r.tree_waits);
 }
 
 }  // namespace

@@ -18,6 +18,8 @@
 //                                        child over two pipes, both pinned to one CPU and
 //                                        SCHED_FIFO (no preemption), so that every trip is
 //                                        exactly 2 blocking switches and 2 wakeups
+//   pm-workload crosspong N              N round trips of one byte between two ordinary processes
+//                                        pinned to two CPUs (each wakeup wakes an idle CPU)
 //   pm-workload naps N MS                sleep N times for MS (blocked, off CPU)
 //   pm-workload direct MIB PATH          write MIB to PATH with O_DIRECT (1 MiB aligned writes,
 //                                        straight to the device), fsync, unlink
@@ -328,6 +330,44 @@ int main(int argc, char** argv) {
     ::close(ping[0]);
     ::close(pong[1]);
     sleep_ms(20);  // let the child block in its first read: then the first trip wakes it too
+    for (long i = 0; i < n; ++i) {
+      if (::write(ping[1], &c, 1) != 1 || ::read(pong[0], &c, 1) != 1) return 1;
+    }
+    ::waitpid(child, nullptr, 0);
+  } else if (mode == "crosspong" && argc == 3) {
+    // Ordinary tasks, one per CPU (the first two this process may use): each wakeup reaches a
+    // CPU that idles until it comes, the case where the woken task preempts the idle task.
+    cpu_set_t allowed;
+    int cpus[2] = {-1, -1};
+    if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+      for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; ++c) {
+        if (CPU_ISSET(c, &allowed)) cpus[k++] = c;
+      }
+    }
+    auto pin = [](int cpu) {
+      if (cpu < 0) return;
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      ::sched_setaffinity(0, sizeof one, &one);
+    };
+    int ping[2], pong[2];
+    if (::pipe(ping) != 0 || ::pipe(pong) != 0) return 1;
+    long n = arg(2);
+    char c = 0;
+    pid_t child = ::fork();
+    if (child == 0) {
+      pin(cpus[1]);
+      ::close(ping[1]);
+      ::close(pong[0]);
+      for (long i = 0; i < n; ++i) {
+        if (::read(ping[0], &c, 1) != 1 || ::write(pong[1], &c, 1) != 1) ::_exit(1);
+      }
+      ::_exit(0);
+    }
+    pin(cpus[0]);
+    ::close(ping[0]);
+    ::close(pong[1]);
     for (long i = 0; i < n; ++i) {
       if (::write(ping[1], &c, 1) != 1 || ::read(pong[0], &c, 1) != 1) return 1;
     }

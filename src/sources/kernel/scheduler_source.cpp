@@ -37,7 +37,7 @@ const MetricDesc kVoluntary = shown_by(
 const MetricDesc kInvoluntary = shown_by(scheduler_text, {"scheduler", "involuntary_switches", K::kCounter, Unit::kNone,
                                                           "Switches where the task was preempted while runnable"});
 const MetricDesc kWakeups = shown_by(scheduler_text, {"scheduler", "wakeups", K::kCounter, Unit::kNone,
-                                                      "Task wakeups (sched_waking, sched_wakeup_new)"});
+                                                      "Task wakeups (sched_wakeup, sched_wakeup_new)"});
 const MetricDesc kRunq = shown_by(scheduler_text, {"scheduler",
                                                    "runq_latency_seconds",
                                                    K::kHistogram,

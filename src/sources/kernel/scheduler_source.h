@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The scheduler source: eBPF programs on sched_switch, sched_waking and sched_wakeup_new (tp_btf,
+// The scheduler source: eBPF programs on sched_switch, sched_wakeup and sched_wakeup_new (tp_btf,
 // raw_tp where BTF programs cannot attach) that count switches, wakeups and run-queue latency in
 // per-CPU maps, system-wide and, for the target's tree, its wakeups and run-queue latency (the
 // tree's times and switches come from its exact per-task accounting: kernel/tree_source.h).
