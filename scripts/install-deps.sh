@@ -30,7 +30,7 @@ packages=(
   bash-completion zsh                # tests: the completions load and complete in both shells
   init-system-helpers                # tests: the maintainer scripts' deb-systemd-helper
   prometheus                         # tests: promtool's linter and a real server scraping perf-monitor
-  fio bpftrace                       # tests: fio's own byte counts and bpftrace's run-queue waits as truths
+  fio bpftrace stress-ng                    # tests: fio's own byte counts and bpftrace's run-queue waits as truths
   libjs-chart.js                     # report: Chart.js, compiled into the binary (self-contained pages)
   chromium fonts-dejavu-core         # tests: report pages loaded in headless Chromium
 )
