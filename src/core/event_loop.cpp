@@ -75,15 +75,14 @@ Status EventLoop::watch_signals(const std::vector<int>& signals, SignalCallback 
 }
 
 Status EventLoop::run() {
-  running_ = true;
   std::array<epoll_event, 16> events{};
-  while (running_) {
+  while (!stopped_) {
     int n = ::epoll_wait(epfd_.get(), events.data(), static_cast<int>(events.size()), -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       return Error::from_errno(errno, "epoll_wait");
     }
-    for (int i = 0; i < n && running_; ++i) {
+    for (int i = 0; i < n && !stopped_; ++i) {
       auto it = handlers_.find(events[static_cast<size_t>(i)].data.fd);
       if (it == handlers_.end()) continue;      // removed by an earlier callback in this batch
       std::shared_ptr<Handler> h = it->second;  // keeps it alive if the callback removes itself

@@ -34,9 +34,10 @@ class EventLoop {
   // Blocks the signals for the process and delivers them through a signalfd.
   Status watch_signals(const std::vector<int>& signals, SignalCallback cb);
 
-  // Runs until stop() is called from a callback.
+  // Runs until stop() is called; a stop() before run() (a target that ended while the session
+  // was starting) makes run() return at once.
   Status run();
-  void stop() { running_ = false; }
+  void stop() { stopped_ = true; }
 
   // Timer expirations that arrived while the loop was busy (a tick that came late).
   [[nodiscard]] uint64_t missed_ticks() const { return missed_ticks_; }
@@ -52,7 +53,7 @@ class EventLoop {
 
   UniqueFd epfd_;
   std::map<int, std::shared_ptr<Handler>> handlers_;
-  bool running_ = false;
+  bool stopped_ = false;
   uint64_t missed_ticks_ = 0;
 };
 

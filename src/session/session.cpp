@@ -227,6 +227,10 @@ class Session {
       case SIGQUIT: {
         // Sent to perf-monitor alone (kill), not by the terminal to its whole foreground group.
         bool from_user = si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE;
+        // What perf-monitor was started ignoring, it ignores as the kernel would have: nohup's
+        // SIGHUP, and the terminal's Ctrl-C to a script's background job. A signal sent to it
+        // alone (kill -INT) still ends monitoring.
+        if (ignored_when_started(sig) && (sig == SIGHUP || !from_user)) return;
         if (target_->on_terminate(sig, from_user)) loop_->stop();
         return;
       }

@@ -17,6 +17,7 @@
 
 #include "core/cgroup.h"
 #include "core/file_reader.h"
+#include "core/output.h"
 #include "session/run_cgroup.h"
 #include "sources/tree/proc_tree.h"
 
@@ -30,6 +31,21 @@ namespace {
 sigset_t original_mask;
 bool mask_saved = false;
 rlimit original_nofile{};
+// The session signals perf-monitor inherited as ignored (SIG_IGN): nohup's SIGHUP, a script's
+// background job's SIGINT and SIGQUIT.
+sigset_t ignored_at_start;
+
+// Whether pid ignores sig now (SigIgn in its /proc status).
+bool ignores(int pid, int sig) {
+  FileReader reader;
+  auto status = reader.read("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return false;
+  std::string_view text = *status;
+  size_t at = text.find("\nSigIgn:");
+  if (at == std::string_view::npos) return false;
+  uint64_t mask = std::strtoull(std::string(text.substr(at + 9, 24)).c_str(), nullptr, 16);
+  return ((mask >> (sig - 1)) & 1U) != 0;
+}
 
 // The candidates exec tries for argv[0], as execvp would: the name itself when it has a '/',
 // else each PATH entry (an empty one is the current directory).
@@ -69,12 +85,20 @@ void block_session_signals() {
   for (int s : session_signals()) sigaddset(&set, s);
   ::sigprocmask(SIG_BLOCK, &set, &original_mask);
   mask_saved = true;
+  // Blocked, an ignored signal still waits to be read: whether it was ignored is kept here.
+  sigemptyset(&ignored_at_start);
+  for (int s : session_signals()) {
+    struct sigaction old {};
+    if (::sigaction(s, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) sigaddset(&ignored_at_start, s);
+  }
   ::getrlimit(RLIMIT_NOFILE, &original_nofile);
   // A closed output pipe must be an error perf-monitor reports (EPIPE), not its silent death.
   ::signal(SIGPIPE, SIG_IGN);
   // An inherited SIG_IGN would make the kernel reap our children before we can read them.
   ::signal(SIGCHLD, SIG_DFL);
 }
+
+bool ignored_when_started(int sig) { return sigismember(&ignored_at_start, sig) == 1; }
 
 void unblock_session_signals() {
   if (mask_saved) ::sigprocmask(SIG_SETMASK, &original_mask, nullptr);
@@ -380,8 +404,16 @@ bool Target::on_terminate(int sig, bool from_user) {
     return true;
   }
   if (terminations_ == 1) {
-    // Ctrl-C at a terminal reaches the command too; a signal sent to us alone is passed on.
-    if (from_user) signal_tree(sig);
+    // Ctrl-C at a terminal reaches the command too; a signal sent to us alone is passed on. One
+    // the command ignores (a background job of a script inherits SIGINT and SIGQUIT ignored)
+    // would end nothing: it gets SIGTERM instead, as from --duration.
+    if (from_user) {
+      if (sig != SIGTERM && !root_exited_ && ignores(root_, sig)) {
+        say(std::string("the command ignores SIG") + sigabbrev_np(sig) + ": it is sent SIGTERM instead");
+        sig = SIGTERM;
+      }
+      signal_tree(sig);
+    }
     return false;
   }
   // A second one: the user wants out now. The whole tree is killed, and the summary says how

@@ -126,5 +126,7 @@ class Target {
 const std::vector<int>& session_signals();
 void block_session_signals();
 void unblock_session_signals();
+// Whether sig was ignored (SIG_IGN) when perf-monitor started: blocked, it is read all the same.
+bool ignored_when_started(int sig);
 
 }  // namespace pm
