@@ -4,6 +4,8 @@
 #   bare       nothing attached
 #   floor      an empty uprobe + uretprobe pair on it (bpf_floor --probe)
 #   probe      perf-monitor run --probe on it (probes only: counters and kernel sources off)
+#   json       the same with --format json -o FILE (a JSON line per call: its spans_dropped is
+#              reported, which must be 0)
 #   all        perf-monitor run --probe, everything else on as well
 #   bpftrace   an equivalent bpftrace script: entry time per thread, latency histogram on return
 # Each configuration runs ROUNDS times, interleaved; the median ns/call is reported, the cost a
@@ -29,7 +31,10 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ulimit -l unlimited 2>/dev/null || true
 printf '[pmc]\nenabled = false\n[scheduler]\nenabled = false\n[block_io]\nenabled = false\n' > /tmp/pm-probe-only.toml
 
+jsonl="$(realpath "$build")/probe-overhead.jsonl"
+trap 'rm -f "$jsonl"' EXIT
 declare -A results
+dropped=""
 for ((r = 0; r < rounds; r++)); do
   results[bare]+="$("$target" "$calls") "
 
@@ -38,6 +43,8 @@ for ((r = 0; r < rounds; r++)); do
   stop $fpid
 
   results[probe]+="$("$pm" --config /tmp/pm-probe-only.toml -o /dev/null run --probe "$target:$fn" -- "$target" "$calls" 2>/dev/null) "
+  results[json]+="$("$pm" --config /tmp/pm-probe-only.toml --format json -o "$jsonl" run --probe "$target:$fn" -- "$target" "$calls" 2>/dev/null) "
+  dropped+="$(tail -n 1 "$jsonl" | grep -o '"spans_dropped":[0-9]*' | cut -d: -f2) "
   results[all]+="$("$pm" -o /dev/null run --probe "$target:$fn" -- "$target" "$calls" 2>/dev/null) "
 
   if command -v bpftrace > /dev/null; then
@@ -54,9 +61,10 @@ bare=$(echo ${results[bare]} | tr ' ' '\n' | median)
 floor_m=$(echo ${results[floor]} | tr ' ' '\n' | median)
 floor_cost=$(echo "$floor_m - $bare" | bc -l)
 printf '%-10s %10s %14s %14s\n' config ns/call "added ns/call" "x floor"
-for c in bare floor probe all bpftrace; do
+for c in bare floor probe json all bpftrace; do
   [ -n "${results[$c]:-}" ] || continue
   m=$(echo ${results[$c]} | tr ' ' '\n' | median)
   added=$(echo "$m - $bare" | bc -l)
   printf '%-10s %10.1f %14.1f %14.2f\n' "$c" "$m" "$added" "$(echo "$added / $floor_cost" | bc -l)"
 done
+echo "json: spans dropped per round: ${dropped% } (of $calls calls each)"

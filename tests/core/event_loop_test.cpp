@@ -33,6 +33,21 @@ struct Pipe {
   }
 };
 
+TEST(EventLoop, StopBeforeRunIsKept) {
+  // A target that ended while the session was still starting: run() returns at once.
+  auto loop = make_loop();
+  ASSERT_NE(loop, nullptr);
+  bool timed_out = false;
+  ASSERT_TRUE(loop->add_timer(2s, [&] {
+                    timed_out = true;
+                    loop->stop();
+                  })
+                  .ok());
+  loop->stop();
+  ASSERT_TRUE(loop->run().ok());
+  EXPECT_FALSE(timed_out);
+}
+
 TEST(EventLoop, PeriodicTimer) {
   auto loop = make_loop();
   ASSERT_NE(loop, nullptr);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <regex>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "core/aggregator.h"
 #include "core/output.h"
+#include "sinks/format.h"
 #include "sinks/sink.h"
 #include "sources/tree/tree_source.h"
 
@@ -162,6 +164,63 @@ TEST(JsonSink, EmptyUnavailableIsAnObjectAndFractionsSurvive) {
   EXPECT_FALSE(s.contains("exit_code"));
   EXPECT_FALSE(s.contains("pid"));
   EXPECT_FALSE(s.contains("command"));
+}
+
+TEST(JsonSink, SpansAreBatchedAndEachLineIsWhatTheJsonLibraryWrites) {
+  // The independent truth: the record built as a JSON object and dumped by nlohmann, key for key
+  // and digit for digit (shortest round-trip doubles, escaped and invalid-UTF-8 names).
+  TmpFile tmp;
+  ASSERT_NE(tmp.f, nullptr);
+  auto sink = make_json_sink(tmp.out);
+  std::vector<nlohmann::ordered_json> expected;
+  const std::vector<std::string> names = {"pm_bench_call", "ns::Cart::add(int)", "quote\"back\\slash\x01", "bad\xff\xfe"};
+  const WallClock::time_point base = WallClock::time_point(std::chrono::seconds(1'790'000'000));
+  size_t n = 0;
+  for (int i = 0; i < 3000; ++i) {
+    Span sp;
+    sp.function = names[static_cast<size_t>(i) % names.size()];
+    sp.pid = 100 + i;
+    sp.tid = 200 + i;
+    if (i % 3 == 0) sp.request_id = 18'000'000'000'000'000'000ULL + static_cast<uint64_t>(i);
+    sp.start = base + std::chrono::microseconds(i * 333'337LL);
+    sp.seconds = 1e-9 * (i * 7919 % 100'003) + (i % 5 == 0 ? 12.5 : 0.0);
+    sp.on_cpu_seconds = i % 7 == 0 ? 0.0 : 1.0 / (i + 3);
+    sp.runq_seconds = 3e-7 * i;
+    sp.blocked_seconds = i % 11 == 0 ? 123456.789 : 0.001;
+    sp.voluntary_switches = static_cast<uint64_t>(i);
+    sp.involuntary_switches = static_cast<uint64_t>(i) * 3;
+    sp.bio_read_bytes = static_cast<uint64_t>(i) << 20;
+    sp.bio_write_bytes = 4096;
+    sp.page_faults = static_cast<uint64_t>(i % 13);
+    sink->span(sp);
+    auto ns = [](double s) { return std::round(s * 1e9) / 1e9; };
+    nlohmann::ordered_json j{{"type", "span"}, {"function", sp.function}, {"pid", sp.pid}, {"tid", sp.tid}};
+    if (sp.request_id) j["request_id"] = *sp.request_id;
+    j["start"] = iso8601(sp.start, true);
+    j["latency_s"] = ns(sp.seconds);
+    j["on_cpu_s"] = ns(sp.on_cpu_seconds);
+    j["runq_s"] = ns(sp.runq_seconds);
+    j["blocked_s"] = ns(sp.blocked_seconds);
+    j["voluntary_switches"] = sp.voluntary_switches;
+    j["involuntary_switches"] = sp.involuntary_switches;
+    j["bio_read_bytes"] = sp.bio_read_bytes;
+    j["bio_write_bytes"] = sp.bio_write_bytes;
+    j["page_faults"] = sp.page_faults;
+    expected.push_back(std::move(j));
+    if (i == 10) n = lines_of(contents(tmp.f)).size();
+  }
+  EXPECT_EQ(n, 0u) << "a few spans wait for a batch, not a write each";
+  RunInfo info;
+  info.mode = "system";
+  info.end_reason = "interrupted";
+  Aggregator agg;
+  sink->summary(agg.summary(t0), info, {});  // writes what waits, then the summary
+  std::vector<std::string> lines = lines_of(contents(tmp.f));
+  ASSERT_EQ(lines.size(), expected.size() + 1);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(lines[i], expected[i].dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) << i;
+  }
+  EXPECT_EQ(nlohmann::json::parse(lines.back())["type"], "summary");
 }
 
 // The tree's samples as the tree source reports them (its own descriptors and text layout).
