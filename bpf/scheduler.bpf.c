@@ -458,11 +458,11 @@ static __always_inline void member_record(struct pm_task *rec, struct task_struc
   __u64 peak = signal_maxrss(t);
   if (mm) {
     rec->flags |= PM_TASK_HAS_MM;
-    __u64 rss = 0;
-    for (int k = 0; k < PM_RSS_KINDS; ++k) {
-      rec->rss_pages[k] = mm_counter(mm, k);
-      if (k != PM_RSS_SWAP) rss += rec->rss_pages[k];
-    }
+    // Summed over the CPUs for one task of each process (user space reads the leader's, or the
+    // first with an mm once the leader's is gone): threads need not pay for it again.
+    struct task_struct *leader = t->group_leader;
+    mm_counters(mm, rec->rss_pages, t == leader || !leader->mm);
+    __u64 rss = rec->rss_pages[PM_RSS_FILE] + rec->rss_pages[PM_RSS_ANON] + rec->rss_pages[PM_RSS_SHMEM];
     rec->vm_pages = mm->total_vm;
     __u64 hiwater = mm->hiwater_rss;
     if (hiwater > peak) peak = hiwater;
@@ -595,7 +595,8 @@ int top_tasks(struct bpf_iter__task *ctx) {
   struct mm_struct *mm = t->mm;
   if (mm && !(t->flags & PF_KTHREAD)) {
     rec.flags |= PM_TASK_HAS_MM;
-    for (int k = 0; k < PM_RSS_KINDS; ++k) rec.rss_pages[k] = mm_counter(mm, k);
+    struct task_struct *leader = t->group_leader;
+    mm_counters(mm, rec.rss_pages, t == leader || !leader->mm);
     rec.vm_pages = mm->total_vm;
     rec.peak_rss_pages = mm->hiwater_rss;
   }

@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -63,6 +64,10 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
   if constexpr (requires { skel->rodata->cgroup_depth; }) skel->rodata->cgroup_depth = btf ? target.cgroup_depth : 0;
   if constexpr (requires { skel->rodata->tree_cgroup_id; }) {
     skel->rodata->tree_cgroup_id = tree ? target.tree_cgroup_id : 0;
+  }
+  // Objects that sum per-CPU counters (an mm's RSS): over how many CPUs.
+  if constexpr (requires { skel->rodata->pm_nr_cpus; }) {
+    skel->rodata->pm_nr_cpus = static_cast<__u32>(std::max(libbpf_num_possible_cpus(), 0));
   }
   // Objects that filter out perf-monitor's own threads in the kernel.
   if constexpr (requires { skel->rodata->self_tgid; }) skel->rodata->self_tgid = static_cast<__u32>(::getpid());

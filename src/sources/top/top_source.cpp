@@ -408,7 +408,8 @@ void TopSource::collect(Samples& out) {
       threads.push_back(std::move(row));
     }
     live_totals[pk].add(tt);
-    if ((t.flags & PM_TASK_HAS_MM) && rss.count(pk) == 0) rss[pk] = rss_of(t);
+    // The leader's figures are summed over the CPUs (bpf/core_fixes.bpf.h): they win.
+    if ((t.flags & PM_TASK_HAS_MM) && (rss.count(pk) == 0 || t.pid == t.tgid)) rss[pk] = rss_of(t);
     if (t.pid == t.tgid || leader.count(pk) == 0) leader[pk] = &t;
   }
   s.tasks = std::move(tasks_now);

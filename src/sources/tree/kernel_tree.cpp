@@ -92,11 +92,13 @@ void KernelTree::collect(Samples& out) {
   f.processes_seen = static_cast<double>(object_->seeded_processes() + r.processes_seen);
   f.not_followed = static_cast<double>(r.not_followed + object_->seed_failures());
   // Memory is per process (its mm, shared by its threads): one record of each, one that still
-  // has the mm (a leader that exited while its threads run has none).
+  // has the mm (a leader that exited while its threads run has none), the leader's if it has
+  // one (its counters are the ones summed over the CPUs).
   std::unordered_map<uint32_t, const pm_task*> process;
   for (const pm_task& t : live_) {
     auto [it, inserted] = process.try_emplace(t.tgid, &t);
-    if (!inserted && (it->second->flags & PM_TASK_HAS_MM) == 0) it->second = &t;
+    bool has_mm = (t.flags & PM_TASK_HAS_MM) != 0;
+    if (!inserted && has_mm && ((it->second->flags & PM_TASK_HAS_MM) == 0 || t.pid == t.tgid)) it->second = &t;
   }
   std::vector<PssSampler::Member> members;
   double anon = 0;
