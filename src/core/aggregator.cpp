@@ -70,6 +70,7 @@ void Aggregator::observe(const Samples& samples, MonoClock::time_point now) {
   for (const Sample& s : samples) {
     Series& ser = series_for(s);
     ser.floor = std::max(ser.floor, s.peak);
+    ser.max_lower_bound = s.max_lower_bound;
     if (std::isnan(s.value)) continue;  // only a peak: the gauge was not read
     ser.in_run = true;
     if (!ser.observed) {
@@ -210,6 +211,7 @@ SummaryRecord Aggregator::summary(MonoClock::time_point now) const {
     v.value = s.desc->kind == MetricKind::kGauge ? s.last : s.last - s.first;
     v.min = s.run_min;
     v.max = std::max(s.run_max, s.floor);
+    v.max_lower_bound = s.max_lower_bound;
     if (!s.observed) {
       v.value = v.min = std::numeric_limits<double>::quiet_NaN();
       v.max = s.floor > 0 ? s.floor : std::numeric_limits<double>::quiet_NaN();

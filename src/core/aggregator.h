@@ -49,6 +49,7 @@ struct SummaryValue {
   std::vector<uint64_t> buckets;
   double p50 = 0, p90 = 0, p99 = 0;  // histogram: quantiles over the run
   bool derived = false;     // a ratio the core computed (RatioRule)
+  bool max_lower_bound = false;  // gauge: max is a lower bound (Sample::max_lower_bound)
 };
 
 struct SummaryRecord {
@@ -84,6 +85,7 @@ class Aggregator {
     bool in_run = true;    // false for a transient series (a row that comes and goes) that only the
                            // baseline saw: it had no part in the run, and the summary leaves it out
     double floor = 0;      // gauge: the highest peak its samples reported (Sample::peak)
+    bool max_lower_bound = false;  // as its latest sample said
     std::vector<uint64_t> first_buckets, last_buckets, close_buckets;
   };
   Series& series_for(const Sample& s);

@@ -85,6 +85,9 @@ struct Sample {
   // readings (a kernel high-water mark); it raises the run's maximum. 0 when none is known. A
   // sample whose value is NaN carries only this: the gauge itself was not read.
   double peak = 0;
+  // Gauge: the run's maximum so far is only a lower bound (its readings are samples that may have
+  // missed it); the latest sample's word stands.
+  bool max_lower_bound = false;
 };
 
 using Samples = std::vector<Sample>;

@@ -26,6 +26,7 @@ struct Shown {
   double count = 0;                  // histogram: values counted
   double p50 = 0, p90 = 0, p99 = 0;  // histogram: quantiles (upper bucket bounds; NaN when empty)
   bool derived = false;              // a ratio the core computed
+  bool max_lower_bound = false;      // summary gauge: max is a lower bound (shown as "≥")
   bool shown = false;
 };
 

@@ -241,6 +241,7 @@ class JsonSink final : public Sink {
         if (gauge) {
           j[std::string(d.summary_key) + "_min"] = number(v.min);
           j[std::string(d.summary_key) + "_max"] = number(v.max);
+          if (v.max_lower_bound) j[std::string(d.summary_key) + "_max_lower_bound"] = true;
         } else {
           j[std::string(d.summary_key)] = d.kind == MetricKind::kHistogram ? histogram(v) : number(v.value);
         }
@@ -249,6 +250,7 @@ class JsonSink final : public Sink {
       Json value = d.kind == MetricKind::kHistogram ? histogram(v)
                    : gauge                          ? Json{{"min", number(v.min)}, {"max", number(v.max)}}
                                                     : number(v.value);
+      if (gauge && v.max_lower_bound) value["max_lower_bound"] = true;
       place(j, d, *v.labels, std::move(value));
     }
     if (!info.slowest_requests.empty()) {

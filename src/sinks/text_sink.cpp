@@ -35,7 +35,7 @@ void fill(TextBlock& b, const SummaryRecord& rec) {
     bool counts = v.desc->kind != MetricKind::kGauge && !v.derived;
     double rate = counts && rec.seconds > 0 ? v.value / rec.seconds : std::nan("");
     b.add({v.desc, v.labels, v.value, rate, v.min, v.max, static_cast<double>(count_of(v.buckets)), v.p50, v.p90, v.p99,
-           v.derived});
+           v.derived, v.max_lower_bound});
   }
 }
 

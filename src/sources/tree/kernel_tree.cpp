@@ -115,9 +115,10 @@ void KernelTree::collect(Samples& out) {
   f.threads = static_cast<double>(live_.size());
   f.anon = anon;
   if (new_tree_) f.peak_rss = static_cast<double>(r.peak_pages) * page_size_;
-  pss_.update(members, PssSampler::Clock::now());
+  pss_.update(members, PssSampler::Clock::now(), f.peak_rss);
   f.pss = pss_.pss();
   f.shared = pss_.shared();
+  f.pss_max_lower_bound = pss_.max_lower_bound();
   append_tree_samples(f, out);
 }
 

@@ -329,6 +329,7 @@ void ProcTree::collect(Samples& out) {
   pss_.update(live, PssSampler::Clock::now());
   f.pss = pss_.pss();
   f.shared = pss_.shared();
+  f.pss_max_lower_bound = pss_.max_lower_bound();
   append_tree_samples(f, out);
 }
 

@@ -65,11 +65,10 @@ Result<std::string_view> PssSampler::read_rollup(int pid) {
 }
 
 bool PssSampler::due(const std::vector<Member>& members, Clock::time_point now) const {
-  // Memory beyond what any kept pass saw is the run's maximum in the making: it gets a pass sooner
+  // Memory beyond what any pass saw is the run's maximum in the making: it gets a pass sooner
   // (within kPeakBudgets × the budget, one per 100 ms at most), or a short peak would be missed —
-  // and so would the last few percent of one: a pass kept while 250 of 256 MiB were touched
-  // would otherwise stand for the peak. Beyond the kernel counters' noise (their per-CPU
-  // pending pages), 1 MiB or 0.5 %, is beyond it.
+  // and so would the last few percent of one: a pass made while 250 of 256 MiB were touched
+  // would otherwise stand for the peak. 1 MiB or 0.5 % is beyond it.
   double rss = rss_sum(members);
   if (have_ && rss > max_rss_ + std::max(1024.0 * 1024.0, 0.005 * max_rss_) && now >= next_allowed_peak_ &&
       now - last_pass_ >= std::chrono::milliseconds(100)) {
@@ -80,23 +79,9 @@ bool PssSampler::due(const std::vector<Member>& members, Clock::time_point now) 
   return fingerprint(members) != last_members_ || !same_memory(rss, last_rss_);
 }
 
-void PssSampler::update(const std::vector<Member>& members, Clock::time_point now) {
-  if (!denied_.empty()) return;
-  // The pass before: kept if its members and their memory are as they were when it began.
-  if (pending_) {
-    if (fingerprint(members) == last_members_ && same_memory(rss_sum(members), last_rss_)) {
-      pss_ = pending_->pss;
-      shared_ = pending_->shared;
-      have_ = true;
-      max_rss_ = std::max(max_rss_, last_rss_);
-    } else {
-      ++discarded_;  // memory moved while the pass ran: its members are not of one moment
-    }
-    pending_.reset();
-  }
-  if (!due(members, now)) return;
+void PssSampler::pass(const std::vector<Member>& members, Clock::time_point now) {
   auto t0 = thread_cpu();
-  double pss = 0, shared = 0, rss = 0;
+  last_.clear();
   for (const Member& m : members) {
     auto text = read_rollup(m.pid);
     if (!text) {
@@ -104,20 +89,15 @@ void PssSampler::update(const std::vector<Member>& members, Clock::time_point no
         denied_ = text.error().message + ": PSS and shared memory left out (run as root or with CAP_SYS_PTRACE)";
         return;
       }
-      rss += m.rss_bytes;  // gone meanwhile: it would have counted what it had
-      continue;
+      continue;  // gone meanwhile: it has no memory left to count
     }
     auto sm = procfs::parse_smaps_rollup(*text);
     if (!sm) continue;
-    pss += static_cast<double>(sm->pss);
-    shared += static_cast<double>(sm->shared());
-    rss += static_cast<double>(sm->rss);
+    last_[m.pid] = {static_cast<double>(sm->pss), static_cast<double>(sm->shared())};
   }
   // Files of processes that are no longer members are closed.
   if (rollups_.size() > members.size()) {
-    std::unordered_map<int, bool> member;
-    for (const Member& m : members) member[m.pid] = true;
-    for (auto it = rollups_.begin(); it != rollups_.end();) it = member.count(it->first) ? std::next(it) : rollups_.erase(it);
+    for (auto it = rollups_.begin(); it != rollups_.end();) it = last_.count(it->first) ? std::next(it) : rollups_.erase(it);
   }
   auto t1 = thread_cpu();
   ++passes_;
@@ -128,17 +108,28 @@ void PssSampler::update(const std::vector<Member>& members, Clock::time_point no
   last_pass_ = now;
   last_members_ = fingerprint(members);
   last_rss_ = rss_sum(members);
-  // Kept at once when smaps' own Rss agrees with the kernel's figures of just before (a small
-  // tree, whose counters' pending pages are within the margin); else when the next update finds
-  // the kernel's figures as they were.
-  if (same_memory(rss, last_rss_)) {
-    pss_ = pss;
-    shared_ = shared;
-    have_ = true;
-    max_rss_ = std::max(max_rss_, last_rss_);
-    return;
+  max_rss_ = std::max(max_rss_, last_rss_);
+  have_ = true;
+}
+
+void PssSampler::update(const std::vector<Member>& members, Clock::time_point now, double peak_rss) {
+  if (!denied_.empty()) return;
+  run_max_rss_ = std::max({run_max_rss_, rss_sum(members), peak_rss});
+  if (due(members, now)) pass(members, now);
+  if (!valid()) return;
+  // Each member as of the last pass, never above what it has now (the kernel's RSS, read just
+  // before): PSS and shared memory are parts of RSS.
+  pss_ = shared_ = 0;
+  for (const Member& m : members) {
+    auto it = last_.find(m.pid);
+    if (it == last_.end()) continue;
+    pss_ += std::min(it->second.pss, m.rss_bytes);
+    shared_ += std::min(it->second.shared, m.rss_bytes);
   }
-  pending_ = Pending{pss, shared};
+}
+
+bool PssSampler::max_lower_bound() const {
+  return !have_ || (run_max_rss_ > max_rss_ && !same_memory(run_max_rss_, max_rss_));
 }
 
 }  // namespace pm

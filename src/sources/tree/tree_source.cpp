@@ -160,9 +160,11 @@ void tree_text(TextBlock& b) {
                        human_time(value(runq)), human_time(value(blocked))));
   }
   for (size_t i = 0; i < std::size(memory); ++i) {
+    // A sampled maximum that may have missed the peak is a lower bound: "≥".
+    bool at_least = mem[i] != nullptr && mem[i]->max_lower_bound && !std::isnan(mem[i]->max);
     b.line(kTree + 3 + static_cast<int>(i), "tree",
-           fmt::format("{:<8} max {:>10}  min {:>10}", memory[i].second, human_bytes(max_of(mem[i])),
-                       human_bytes(mem[i] != nullptr ? mem[i]->min : std::nan(""))));
+           fmt::format("{:<8} max {}{:>10}  min {:>10}", memory[i].second, at_least ? "≥" : " ",
+                       human_bytes(max_of(mem[i])), human_bytes(mem[i] != nullptr ? mem[i]->min : std::nan(""))));
   }
   b.line(kTree + 10, "tree",
          fmt::format("{:<8} storage read {}  write {}   read() {}  write() {}", "io", human_bytes(value(read)),
@@ -227,7 +229,9 @@ void append_tree_samples(const TreeFigures& f, Samples& out) {
     out.push_back(std::move(rss));
     // Not read yet (the first pass is kept once the next reading says memory held still), or
     // not readable: NaN, shown as n/a and null, never as 0.
-    add(kPss, f.pss.value_or(std::numeric_limits<double>::quiet_NaN()));
+    Sample pss{&kPss, {}, f.pss.value_or(std::numeric_limits<double>::quiet_NaN())};
+    pss.max_lower_bound = f.pss_max_lower_bound;
+    out.push_back(std::move(pss));
     add(kShared, f.shared.value_or(std::numeric_limits<double>::quiet_NaN()));
     if (f.anon) add(kAnon, *f.anon);
   } else if (f.peak_rss > 0) {
@@ -235,6 +239,10 @@ void append_tree_samples(const TreeFigures& f, Samples& out) {
     Sample rss{&kRss, {}, std::numeric_limits<double>::quiet_NaN()};
     rss.peak = f.peak_rss;
     out.push_back(std::move(rss));
+    // ... and may say that no PSS pass saw that much memory.
+    Sample pss{&kPss, {}, std::numeric_limits<double>::quiet_NaN()};
+    pss.max_lower_bound = f.pss_max_lower_bound;
+    out.push_back(std::move(pss));
   }
   add(kUser, c.user_s);
   add(kSystem, c.system_s);

@@ -35,6 +35,8 @@ struct TreeFigures {
   // The tree now; absent while it has no live process.
   double processes = 0, threads = 0, vm_size = 0, rss = 0;
   std::optional<double> pss, shared, anon;
+  // The largest PSS read is only a lower bound: the tree's memory peaked where no PSS pass was.
+  bool pss_max_lower_bound = false;
   // The largest RSS any one member has had (kernel high-water marks), a floor for the run's
   // maximum RSS; 0 when unknown.
   double peak_rss = 0;
