@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include <gtest/gtest.h>
+
 namespace pm::test {
 
 std::string slurp(const std::string& path) {
@@ -104,6 +106,24 @@ Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts) {
   return o;
 }
 
+namespace {
+
+// PSS is a part of RSS: no reading, no interval of any test, may show more (the tree's figures).
+void expect_pss_within_rss(const nlohmann::json& r) {
+  if (r.value("type", "") == "interval") {
+    auto tree = r.find("process_tree");
+    if (tree == r.end() || !tree->is_object()) return;
+    auto rss = tree->find("rss_bytes"), pss = tree->find("pss_bytes");
+    if (rss == tree->end() || pss == tree->end() || !rss->is_number() || !pss->is_number()) return;
+    EXPECT_LE(pss->get<double>(), rss->get<double>()) << "PSS above RSS in an interval: " << tree->dump();
+  } else if (r.value("type", "") == "summary" && r.contains("proc_pss_max") && r["proc_pss_max"].is_number() &&
+             r.contains("proc_rss_max") && r["proc_rss_max"].is_number()) {
+    EXPECT_LE(r["proc_pss_max"].get<double>(), r["proc_rss_max"].get<double>()) << "the run's PSS above its RSS";
+  }
+}
+
+}  // namespace
+
 void parse_records(Outcome& o) {
   o.records.clear();
   std::istringstream lines(o.out);
@@ -112,6 +132,7 @@ void parse_records(Outcome& o) {
     auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) continue;
     if (j.value("type", "") == "summary") o.summary = j;
+    expect_pss_within_rss(j);
     o.records.push_back(std::move(j));
   }
 }

@@ -109,7 +109,7 @@ void KernelTree::collect(Samples& out) {
     f.rss += rss;
     f.vm_size += pages(t->vm_pages);
     anon += pages(t->rss_pages[PM_RSS_ANON]);
-    members.push_back({static_cast<int>(tgid), rss});
+    members.push_back({static_cast<int>(tgid), rss, pages(t->vm_pages)});
   }
   f.processes = static_cast<double>(process.size());
   f.threads = static_cast<double>(live_.size());

@@ -197,11 +197,19 @@ ProcTree::ReadResult ProcTree::read_member(Member& m) {
 void ProcTree::read_switches(Member& m, const std::string& base) {
   // Context switches are per thread: one status file when single-threaded, else one per thread.
   Own own;
+  bool memory = false;
   auto add_status = [&](const std::string& path) {
     if (auto text = reader_.read(path)) {
       if (auto status = procfs::parse_pid_status(*text)) {
         own.voluntary += static_cast<double>(status->voluntary_ctxt_switches);
         own.involuntary += static_cast<double>(status->nonvoluntary_ctxt_switches);
+        // The process's memory (any thread's status shows its mm), summed over the per-CPU
+        // counters where the kernel sums them (6.16 on), unlike stat's RSS: stat's stands else.
+        if (!memory && !m.zombie && status->vm_rss > 0) {
+          memory = true;
+          m.rss = static_cast<double>(status->vm_rss);
+          m.anon = static_cast<double>(status->rss_anon);
+        }
       }
     }
   };
@@ -300,6 +308,7 @@ void ProcTree::collect(Samples& out) {
   Own own = exited_own_;
   TreeFigures f;
   std::vector<PssSampler::Member> live;
+  double anon = 0;
   for (const auto& [pid, m] : members_) {
     inc.add(m.inc);
     own.voluntary += m.own.voluntary;
@@ -309,7 +318,8 @@ void ProcTree::collect(Samples& out) {
     f.threads += m.threads;
     f.vm_size += m.vm_size;
     f.rss += m.rss;
-    live.push_back({pid, m.rss});
+    anon += m.anon;
+    live.push_back({pid, m.rss, m.vm_size});
   }
   TreeCounters c;
   c.user_s = inc.user;
@@ -330,6 +340,7 @@ void ProcTree::collect(Samples& out) {
   f.pss = pss_.pss();
   f.shared = pss_.shared();
   f.pss_max_lower_bound = pss_.max_lower_bound();
+  if (f.processes > 0) f.anon = anon;
   append_tree_samples(f, out);
 }
 

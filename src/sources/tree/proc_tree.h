@@ -74,7 +74,7 @@ class ProcTree final : public TreeSource {
     int ppid = 0;
     uint64_t starttime = 0;
     bool zombie = false;
-    double threads = 0, vm_size = 0, rss = 0;
+    double threads = 0, vm_size = 0, rss = 0, anon = 0;
     UniqueFd stat_fd, io_fd, children_fd;  // kept open: read again every pass
     Inclusive inc;
     Own own;

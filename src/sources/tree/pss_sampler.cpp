@@ -14,11 +14,11 @@
 namespace pm {
 namespace {
 
-// The same set of processes, in any order, gives the same fingerprint.
+// The same set of processes, in any order, gives the same fingerprint (an exec makes another).
 uint64_t fingerprint(const std::vector<PssSampler::Member>& members) {
   uint64_t f = members.size();
   for (const auto& m : members) {
-    uint64_t x = static_cast<uint64_t>(m.pid) * 0x9E3779B97F4A7C15ULL;
+    uint64_t x = (static_cast<uint64_t>(m.pid) ^ (static_cast<uint64_t>(m.vm_bytes) << 20)) * 0x9E3779B97F4A7C15ULL;
     f += x ^ (x >> 29);
   }
   return f;
@@ -53,15 +53,19 @@ Result<std::string_view> PssSampler::read_rollup(int pid) {
   constexpr size_t kKeptOpen = 4096;
   std::string path = proc_ + "/" + std::to_string(pid) + "/smaps_rollup";
   auto it = rollups_.find(pid);
-  if (it == rollups_.end()) {
-    if (rollups_.size() >= kKeptOpen) return reader_.read(path);
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Error::from_errno(errno, path);
-    it = rollups_.emplace(pid, UniqueFd(fd)).first;
+  if (it != rollups_.end()) {
+    auto text = reader_.reread(it->second.get(), path.c_str());
+    if (text && !text->empty()) return text;
+    // Gone (its PID may come back as another process), or the file holds the mm it was opened
+    // on, which an exec replaced (the command, once perf-monitor's held child): that one reads
+    // as an error or nothing. Whatever has the PID now is opened anew.
+    rollups_.erase(it);
   }
-  auto text = reader_.reread(it->second.get(), path.c_str());
-  if (!text) rollups_.erase(it);  // gone: its PID may come back as another process
-  return text;
+  if (rollups_.size() >= kKeptOpen) return reader_.read(path);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error::from_errno(errno, path);
+  it = rollups_.emplace(pid, UniqueFd(fd)).first;
+  return reader_.reread(it->second.get(), path.c_str());
 }
 
 bool PssSampler::due(const std::vector<Member>& members, Clock::time_point now) const {

@@ -35,6 +35,8 @@ class PssSampler {
   struct Member {
     int pid;
     double rss_bytes;  // as the kernel reported it just before the pass
+    // Its address space's size: a change (an exec, a new mapping) is a new process for PSS.
+    double vm_bytes = 0;
   };
 
   explicit PssSampler(std::string proc_root = "/proc", double cpu_budget = 0.005);
