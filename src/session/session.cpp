@@ -161,7 +161,14 @@ class Session {
       return t.ok();
     };
     bool ok = add(cfg_.interval, [this] { tick(); });
-    if (!group(Rhythm::kFilePoll).empty()) ok = ok && add(cfg_.file_poll, [this] { read(Rhythm::kFilePoll); });
+    // A file poll every interval, or every few, is read in the tick it falls in: on a timer of
+    // its own, started with the tick's, it fired just after it and each record showed the
+    // previous poll.
+    if (cfg_.interval > Duration::zero() && cfg_.file_poll % cfg_.interval == Duration::zero()) {
+      poll_every_ticks_ = cfg_.file_poll / cfg_.interval;
+    } else if (!group(Rhythm::kFilePoll).empty()) {
+      ok = ok && add(cfg_.file_poll, [this] { read(Rhythm::kFilePoll); });
+    }
     Duration tree = cfg_.tree_interval.value_or(spec_.mode == Mode::kRun ? Duration(std::chrono::milliseconds(100))
                                                                           : cfg_.interval);
     Duration counters = cfg_.pmc_interval.value_or(cfg_.interval);
@@ -194,6 +201,10 @@ class Session {
     // in step.
     if (tree_in_step_) read(Rhythm::kTree);
     if (counters_in_step_) read(Rhythm::kCounters);
+    if (poll_every_ticks_ > 0 && ++ticks_since_poll_ >= poll_every_ticks_) {
+      ticks_since_poll_ = 0;
+      read(Rhythm::kFilePoll);
+    }
     if (prom_ != nullptr) prom_->session(status());
     IntervalRecord rec = agg_.close_interval(MonoClock::now());
     for (auto& src : sources_) src->annotate(rec);
@@ -314,6 +325,7 @@ class Session {
   uint64_t samples_seen_ = 0;         // samples read (perf_monitor_self_samples_total)
   Samples samples_;
   bool tree_in_step_ = false, counters_in_step_ = false;
+  int64_t poll_every_ticks_ = 0, ticks_since_poll_ = 0;  // file polls in step with the interval
   bool output_lost_ = false;
 };
 

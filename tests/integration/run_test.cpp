@@ -2,11 +2,13 @@
 // `perf-monitor run` and `attach` against the real kernel, with workloads of known behaviour.
 // These need root (the proc connector, other users' /proc/PID/io); they skip, saying so, without.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -124,6 +126,67 @@ TEST_F(RunTest, IntervalRecordsWhileTheCommandRuns) {
   EXPECT_TRUE(tree_seen);
   // The workload burns 0.9 s of CPU time (its own clock): the tree's user + system time agrees.
   EXPECT_GE(num(o, "proc_cpu_user_seconds") + num(o, "proc_cpu_system_seconds"), 0.9 * 0.9);
+}
+
+// The interval records printed so far (of a perf-monitor still running).
+std::vector<nlohmann::json> intervals_so_far(const RunningPm& pm) {
+  std::vector<nlohmann::json> out;
+  std::istringstream lines(pm.out_so_far());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\"type\":\"interval\"") == std::string::npos) continue;
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_discarded()) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+TEST_F(RunTest, FilePollFiguresBelongToTheIntervalTheyAreShownIn) {
+  // NUMA figures are polled every interval ([file_poll] as long as --interval): memory this test
+  // touches just after one record is printed must show in the very next record. A poll on its
+  // own timer, a moment after the tick's, showed it a record late. (Held, not freed between
+  // cycles: freed pages wait on per-CPU lists, not counted free, and the next touch would take
+  // them.) Other processes move memory too: most of the cycles must see it.
+  std::string cfg = temp_base() + ".toml";
+  std::ofstream(cfg) << "[file_poll]\ninterval_secs = 0.5\n";
+  RunningPm pm({"run", "--config", cfg, "--format", "json", "--interval", "500ms", "--", "sleep", "30"});
+  ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
+  auto next_record = [&](size_t after) {
+    for (int i = 0; i < 300 && intervals_so_far(pm).size() <= after; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    auto r = intervals_so_far(pm);
+    return r.size() > after ? r.size() - 1 : std::string::npos;
+  };
+  auto used = [&](size_t k) {
+    auto r = intervals_so_far(pm);
+    const auto& numa = r.at(k)["numa"];
+    return numa.contains("used_bytes") ? numa["used_bytes"].begin()->get<double>() : NAN;
+  };
+  constexpr size_t kLen = 256 * 1024 * 1024;
+  constexpr int kCycles = 3;
+  int seen = 0;
+  std::vector<void*> held;
+  size_t k = next_record(0);
+  ASSERT_NE(k, std::string::npos) << pm.err_so_far();
+  if (std::isnan(used(k))) GTEST_SKIP() << "no NUMA node figures on this host";
+  std::string said;
+  for (int c = 0; c < kCycles; ++c) {
+    k = next_record(k + 1);  // just printed: the next poll is half an interval away
+    ASSERT_NE(k, std::string::npos);
+    void* p = ::mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    held.push_back(p);
+    size_t with = next_record(k + 1);
+    ASSERT_NE(with, std::string::npos);
+    double grew = used(with) - used(k);
+    said += " " + std::to_string(static_cast<int>(grew / kMiB)) + " MiB";
+    if (grew > 0.6 * kLen) ++seen;
+    k = with;
+  }
+  pm.stop(SIGINT);
+  for (void* p : held) ::munmap(p, kLen);
+  ::unlink(cfg.c_str());
+  EXPECT_GE(seen, 2) << "the records just after touching 256 MiB showed:" << said;
 }
 
 TEST_F(RunTest, SigintStillPrintsTheSummary) {
