@@ -163,8 +163,9 @@ void tree_text(TextBlock& b) {
     // A sampled maximum that may have missed the peak is a lower bound: "≥".
     bool at_least = mem[i] != nullptr && mem[i]->max_lower_bound && !std::isnan(mem[i]->max);
     b.line(kTree + 3 + static_cast<int>(i), "tree",
-           fmt::format("{:<8} max {}{:>10}  min {:>10}", memory[i].second, at_least ? "≥" : " ",
-                       human_bytes(max_of(mem[i])), human_bytes(mem[i] != nullptr ? mem[i]->min : std::nan(""))));
+           fmt::format("{:<8} max {:>10}  min {:>10}", memory[i].second,
+                       (at_least ? "≥ " : "") + human_bytes(max_of(mem[i])),
+                       human_bytes(mem[i] != nullptr ? mem[i]->min : std::nan(""))));
   }
   b.line(kTree + 10, "tree",
          fmt::format("{:<8} storage read {}  write {}   read() {}  write() {}", "io", human_bytes(value(read)),
