@@ -54,9 +54,10 @@ struct mm_struct___v62 {
 } __attribute__((preserve_access_index));
 
 // Set before load: the possible CPUs (nr_cpu_ids), the bound of the per-CPU sums. The verifier
-// reads it as a constant, so the loop below is checked for exactly that many CPUs.
+// reads it as a constant, so the loop below is checked for exactly that many CPUs; beyond
+// PM_MAX_SUM_CPUS it would take too long to check, and only `count` is read.
 const volatile __u32 pm_nr_cpus = 0;
-#define PM_MAX_SUM_CPUS 8192
+#define PM_MAX_SUM_CPUS 1024
 
 // Where each CPU's part of a per-CPU variable lies. The kernel's BTF does not mark `counters` as
 // a per-CPU pointer (bpf_per_cpu_ptr cannot take it), and its own per-CPU offsets are data
@@ -89,7 +90,7 @@ static __noinline void mm_counters_v62(struct mm_struct *mm, __s64 *out, bool su
     out[k] = m->rss_stat[k].count;
     at[k] = (__u64)m->rss_stat[k].counters;
   }
-  if (!sum) return;
+  if (!sum || pm_nr_cpus > PM_MAX_SUM_CPUS) return;
   __u64 pptr = 0;
   __u64 pptrs = address_of(&pm_cpu_offsets) + bpf_core_field_offset(struct bpf_array, pptrs);
   if (bpf_probe_read_kernel(&pptr, sizeof pptr, (void *)pptrs) != 0) return;
