@@ -385,6 +385,7 @@ void TopSource::collect(Samples& out) {
   std::map<ProcessKey, const pm_task*> leader;
   std::map<ProcessKey, State::Task> tasks_now;
   std::vector<TopProcess> threads;
+  std::vector<ProcessKey> thread_process;  // each thread row's process
   auto rss_of = [&](const pm_task& t) {
     return static_cast<double>(t.rss_pages[PM_RSS_FILE] + t.rss_pages[PM_RSS_ANON] + t.rss_pages[PM_RSS_SHMEM]) *
            s.page_size;
@@ -402,10 +403,11 @@ void TopSource::collect(Samples& out) {
       TopProcess row{static_cast<int>(t.tgid), static_cast<int>(t.pid), std::string(t.comm, strnlen(t.comm, 16))};
       row.f = delta(tt, prev->second.last);
       row.kernel = (t.flags & PM_TASK_KTHREAD) != 0;
-      // A thread's memory is its process's (one mm): its RSS is the process's.
+      // A thread's memory is its process's (one mm): its RSS is the process's, set below.
       if (t.flags & PM_TASK_HAS_MM) row.f.rss_bytes = rss_of(t);
       row.cgroup = cgroup_of(t.cgroup_id).value_or("");
       threads.push_back(std::move(row));
+      thread_process.push_back(pk);
     }
     live_totals[pk].add(tt);
     // The leader's figures are summed over the CPUs (bpf/core_fixes.bpf.h): they win.
@@ -413,6 +415,9 @@ void TopSource::collect(Samples& out) {
     if (t.pid == t.tgid || leader.count(pk) == 0) leader[pk] = &t;
   }
   s.tasks = std::move(tasks_now);
+  for (size_t i = 0; i < threads.size(); ++i) {
+    if (auto it = rss.find(thread_process[i]); it != rss.end() && threads[i].f.rss_bytes) threads[i].f.rss_bytes = it->second;
+  }
 
   // Deaths: a live process's dead threads add to its `dead`; a process with no live task left has
   // ended, and this is its last interval (a thread of it that dies later adds a row of its own).
