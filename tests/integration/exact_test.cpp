@@ -311,7 +311,9 @@ KernelMemory kernel_memory(pid_t pid) {
 
 size_t intervals_in(const std::string& out) {
   size_t n = 0;
-  for (size_t at = out.find("\"type\":\"interval\""); at != std::string::npos; at = out.find("\"type\":\"interval\"", at + 1)) ++n;
+  for (size_t at = out.find("\"type\":\"interval\""); at != std::string::npos;
+       at = out.find("\"type\":\"interval\"", at + 1))
+    ++n;
   return n;
 }
 
@@ -378,7 +380,8 @@ TEST_F(ExactTest, PeakPssOfShortChildrenIsCaughtOrALowerBound) {
   // Three children each touch 64 MiB of their own and free it at once: a peak of a few tens of
   // ms, which the PSS passes may miss. Then the summary must say the peak is a lower bound; and
   // whatever it says, PSS is never above RSS (harness).
-  Outcome o = run_pm({"run", "--format", "json", "--interval", "500ms", "--", workload(), "children", "3", "64", "4", "300"});
+  Outcome o =
+      run_pm({"run", "--format", "json", "--interval", "500ms", "--", workload(), "children", "3", "64", "4", "300"});
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   double pss = o.summary["proc_pss_max"].get<double>();
   bool lower_bound = o.summary.value("proc_pss_max_lower_bound", false);

@@ -2,8 +2,8 @@
 // `perf-monitor run` and `attach` against the real kernel, with workloads of known behaviour.
 // These need root (the proc connector, other users' /proc/PID/io); they skip, saying so, without.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

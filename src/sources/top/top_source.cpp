@@ -416,7 +416,8 @@ void TopSource::collect(Samples& out) {
   }
   s.tasks = std::move(tasks_now);
   for (size_t i = 0; i < threads.size(); ++i) {
-    if (auto it = rss.find(thread_process[i]); it != rss.end() && threads[i].f.rss_bytes) threads[i].f.rss_bytes = it->second;
+    if (auto it = rss.find(thread_process[i]); it != rss.end() && threads[i].f.rss_bytes)
+      threads[i].f.rss_bytes = it->second;
   }
 
   // Deaths: a live process's dead threads add to its `dead`; a process with no live task left has

@@ -101,7 +101,8 @@ void PssSampler::pass(const std::vector<Member>& members, Clock::time_point now)
   }
   // Files of processes that are no longer members are closed.
   if (rollups_.size() > members.size()) {
-    for (auto it = rollups_.begin(); it != rollups_.end();) it = last_.count(it->first) ? std::next(it) : rollups_.erase(it);
+    for (auto it = rollups_.begin(); it != rollups_.end();)
+      it = last_.count(it->first) ? std::next(it) : rollups_.erase(it);
   }
   auto t1 = thread_cpu();
   ++passes_;

@@ -71,10 +71,10 @@ class PssSampler {
     double pss = 0, shared = 0;
   };
   std::unordered_map<int, Figures> last_;  // by PID, each member's figures in the last pass
-  uint64_t last_members_ = 0;  // which processes the last pass read (an order-free fingerprint)
-  double last_rss_ = 0;        // their RSS (the kernel's figures) just before it
-  double max_rss_ = 0;         // the most RSS (the kernel's figures) a pass has seen
-  double run_max_rss_ = 0;     // the most RSS the tree has had, as far as is known
+  uint64_t last_members_ = 0;              // which processes the last pass read (an order-free fingerprint)
+  double last_rss_ = 0;                    // their RSS (the kernel's figures) just before it
+  double max_rss_ = 0;                     // the most RSS (the kernel's figures) a pass has seen
+  double run_max_rss_ = 0;                 // the most RSS the tree has had, as far as is known
   Clock::time_point last_pass_{}, next_allowed_{}, next_allowed_peak_{};
   double pss_ = 0, shared_ = 0;
   bool have_ = false;
