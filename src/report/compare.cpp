@@ -7,6 +7,8 @@
 #include <cmath>
 #include <regex>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -20,8 +22,13 @@ using Ordered = nlohmann::ordered_json;
 // Summary keys that name the run rather than measure it.
 bool is_identity(const std::string& key) { return key == "pid" || key == "signal" || key == "type"; }
 
+// Recursion is bounded: json_line.h keeps a summary within kMaxDepth levels.
 void collect(const Json& j, const std::string& prefix, RunFigures& out) {
   for (const auto& [key, value] : j.items()) {
+    if (out.figures.size() >= kMaxFigures) {
+      out.truncated = true;
+      return;
+    }
     if (prefix.empty() && is_identity(key)) continue;
     std::string name = prefix;
     if (!name.empty()) name += '.';
@@ -181,15 +188,30 @@ Comparison compare_runs(const std::vector<RunFigures>& base, const std::vector<R
       }
     }
   }
-  auto values = [](const std::vector<RunFigures>& side, const std::string& name) {
-    std::vector<double> out;
-    for (const RunFigures& r : side) {
-      for (const auto& [n, v] : r.figures) {
-        if (n == name) {
-          out.push_back(v);
-          break;
-        }
+  for (const auto* side : {&base, &next}) {
+    for (const RunFigures& r : *side) {
+      if (r.truncated) {
+        c.warnings.push_back(fmt::format("{}: its summary holds more than {} figures; the others are not compared",
+                                         r.file, kMaxFigures));
       }
+    }
+  }
+  // Per run, each figure's value by name (the first of a repeated name): one look-up each.
+  using Index = std::vector<std::unordered_map<std::string_view, double>>;
+  auto index_of = [](const std::vector<RunFigures>& side) {
+    Index out(side.size());
+    for (size_t i = 0; i < side.size(); ++i) {
+      out[i].reserve(side[i].figures.size());
+      for (const auto& [n, v] : side[i].figures) out[i].emplace(n, v);
+    }
+    return out;
+  };
+  const Index base_index = index_of(base), next_index = index_of(next);
+  auto values = [](const Index& side, const std::string& name) {
+    std::vector<double> out;
+    for (const auto& r : side) {
+      auto it = r.find(name);
+      if (it != r.end()) out.push_back(it->second);
     }
     return out;
   };
@@ -200,8 +222,8 @@ Comparison compare_runs(const std::vector<RunFigures>& base, const std::vector<R
     FigureRow row;
     row.figure = name;
     row.unit = unit_of(name);
-    row.base = values(base, name);
-    row.next = values(next, name);
+    row.base = values(base_index, name);
+    row.next = values(next_index, name);
     row.higher_is_better = higher_is_better(name, options);
     row.base_median = stats::median(row.base);
     row.new_median = stats::median(row.next);
@@ -289,9 +311,10 @@ Comparison compare_runs(const std::vector<RunFigures>& base, const std::vector<R
 
   // Histograms of both sides, summed over their runs, to overlay.
   std::vector<std::string> hist_names;
+  std::set<std::string> hist_seen;
   for (const RunFigures& r : base) {
     for (const auto& [name, h] : r.histograms) {
-      if (std::find(hist_names.begin(), hist_names.end(), name) == hist_names.end()) hist_names.push_back(name);
+      if (hist_seen.insert(name).second) hist_names.push_back(name);
     }
   }
   for (const std::string& name : hist_names) {

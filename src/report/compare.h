@@ -21,7 +21,12 @@ struct RunFigures {
   std::string file;
   std::vector<std::pair<std::string, double>> figures;  // in the summary's order
   std::map<std::string, Json> histograms;
+  bool truncated = false;  // the summary held more than kMaxFigures figures
 };
+
+// Figures per run: a summary of perf-monitor holds hundreds; beyond this it is not one, and
+// the rest is left out with a warning (each figure costs a few regular expressions).
+inline constexpr size_t kMaxFigures = 20000;
 
 Result<RunFigures> run_figures(const Recording& rec);
 

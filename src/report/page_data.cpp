@@ -3,6 +3,8 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/version.h"
@@ -10,117 +12,73 @@
 namespace pm::report {
 namespace {
 
-void append_cell(std::string& out, const Json& j) {
-  switch (j.type()) {
-    case Json::value_t::number_integer:
-      fmt::format_to(std::back_inserter(out), "{}", j.get<int64_t>());
-      break;
-    case Json::value_t::number_unsigned:
-      fmt::format_to(std::back_inserter(out), "{}", j.get<uint64_t>());
-      break;
-    case Json::value_t::number_float:
-      fmt::format_to(std::back_inserter(out), "{}", j.get<double>());  // shortest round trip
-      break;
-    case Json::value_t::discarded:
-      out += "null";
-      break;
-    default:
-      out += j.dump(-1, ' ', false, Json::error_handler_t::replace);
-  }
-}
-
-void append_double(std::string& out, double v) { fmt::format_to(std::back_inserter(out), "{}", v); }
-
 void append_path(std::string& out, const std::vector<std::string>& path) {
   out += "\"p\":";
   out += Json(path).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-// Ranges [from, to) of rows where absent(i) holds, as JSON: [[0,3],[7,8]].
-template <typename F>
-std::string absent_ranges(size_t n, F absent) {
+// The ranges of records without a cell: the gaps between the rows a series has.
+std::string absent_of(const Series& s, size_t n) {
   std::string out;
-  for (size_t i = 0; i < n;) {
-    if (!absent(i)) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < n && absent(j)) ++j;
+  size_t next = 0;  // the first record not yet accounted for
+  auto gap = [&](size_t from, size_t to) {
+    if (from >= to) return;
     out += out.empty() ? "[" : ",";
-    fmt::format_to(std::back_inserter(out), "[{},{}]", i, j);
-    i = j;
+    fmt::format_to(std::back_inserter(out), "[{},{}]", from, to);
+  };
+  for (uint32_t r : s.rows) {
+    gap(next, r);
+    next = static_cast<size_t>(r) + 1;
   }
+  gap(next, n);
   return out.empty() ? out : out + "]";
 }
 
-void append_value_series(std::string& out, const Series& s) {
+void append_cells(std::string& out, const Series& s) {
+  out += '[';
+  for (size_t k = 0; k < s.size(); ++k) {
+    if (k) out += ',';
+    out += s.cell(k);
+  }
+  out += ']';
+}
+
+void append_value_series(std::string& out, const Series& s, size_t n) {
   out += '{';
   append_path(out, s.path);
-  const size_t n = s.cells.size();
-  bool constant = n > 0 && !s.cells[0].is_discarded();
-  for (size_t i = 1; constant && i < n; ++i) constant = s.cells[i] == s.cells[0] && !s.cells[i].is_discarded();
+  bool constant = s.size() == n && n > 0;
+  for (size_t k = 1; constant && k < s.size(); ++k) constant = s.cell(k) == s.cell(0);
   if (constant) {
     out += ",\"c\":";
-    append_cell(out, s.cells[0]);
+    out += s.cell(0);
   } else {
-    out += ",\"v\":[";
-    for (size_t i = 0; i < n; ++i) {
-      if (i) out += ',';
-      append_cell(out, s.cells[i]);
-    }
-    out += ']';
-    std::string a = absent_ranges(n, [&](size_t i) { return s.cells[i].is_discarded(); });
+    out += ",\"v\":";
+    append_cells(out, s);
+    std::string a = absent_of(s, n);
     if (!a.empty()) out += ",\"a\":" + a;
   }
   out += '}';
 }
 
-void append_histogram_series(std::string& out, const Series& s) {
+void append_histogram_series(std::string& out, const Series& s, size_t n) {
   out += '{';
   append_path(out, s.path);
   out += ",\"h\":1,\"f\":[";
   for (size_t i = 0; i < s.fields.size(); ++i) {
     if (i) out += ',';
-    append_value_series(out, s.fields[i]);
+    append_value_series(out, s.fields[i], n);
   }
-  out += "],\"b\":[";
-  const size_t n = s.buckets.size();
-  size_t len = 0;
-  bool same_len = true;
-  bool first = true;
-  for (size_t i = 0; i < n; ++i) {
-    if (!s.present[i]) continue;
-    if (first) len = s.buckets[i].size();
-    same_len = same_len && s.buckets[i].size() == len;
-    first = false;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (i) out += ',';
-    const std::vector<double>& row = s.buckets[i];
-    size_t lo = 0, hi = row.size();
-    while (lo < hi && row[lo] == 0) ++lo;
-    while (hi > lo && row[hi - 1] == 0) --hi;
-    if (lo == hi) {
-      out += '0';
-      continue;
-    }
-    fmt::format_to(std::back_inserter(out), "[{}", lo);
-    for (size_t k = lo; k < hi; ++k) {
-      out += ',';
-      append_double(out, row[k]);
-    }
-    out += ']';
-  }
-  out += ']';
+  out += "],\"b\":";
+  append_cells(out, s);
+  bool same_len = std::all_of(s.lengths.begin(), s.lengths.end(), [&](uint32_t l) { return l == s.lengths[0]; });
   if (same_len) {
-    fmt::format_to(std::back_inserter(out), ",\"bl\":{}", len);
+    fmt::format_to(std::back_inserter(out), ",\"bl\":{}", s.lengths.empty() ? 0 : s.lengths[0]);
   } else {
     out += ",\"bls\":[";
-    for (size_t i = 0; i < n; ++i) fmt::format_to(std::back_inserter(out), "{}{}", i ? "," : "", s.buckets[i].size());
+    for (size_t k = 0; k < s.lengths.size(); ++k) fmt::format_to(std::back_inserter(out), "{}{}", k ? "," : "", s.lengths[k]);
     out += ']';
   }
-  std::string a = absent_ranges(n, [&](size_t i) { return !s.present[i]; });
+  std::string a = absent_of(s, n);
   if (!a.empty()) out += ",\"a\":" + a;
   out += '}';
 }
@@ -136,9 +94,9 @@ std::string series_json(const SeriesTable& table) {
     if (!first) out += ',';
     first = false;
     if (s.histogram) {
-      append_histogram_series(out, s);
+      append_histogram_series(out, s, table.rows());
     } else {
-      append_value_series(out, s);
+      append_value_series(out, s, table.rows());
     }
   }
   return out + "]";
@@ -147,7 +105,7 @@ std::string series_json(const SeriesTable& table) {
 std::string report_json(const Recording& rec) {
   std::string out;
   out.reserve(1 << 20);
-  out += "{\"format\":1,\"kind\":\"report\",\"file\":" + dump(Json(rec.path));
+  out += "{\"format\":2,\"kind\":\"report\",\"file\":" + dump(Json(rec.path));
   out += ",\"generator\":" + dump(Json("perf-monitor " PERF_MONITOR_VERSION));
   out += ",\"warnings\":" + dump(Json(rec.warnings));
   out += ",\"header\":" + dump(rec.header);
@@ -156,13 +114,20 @@ std::string report_json(const Recording& rec) {
   out += series_json(rec.intervals);
   SeriesTable spans;
   for (const Json& s : rec.spans) spans.add(s);
-  spans.finish();
   fmt::format_to(std::back_inserter(out), "}},\"spans\":{{\"seen\":{},\"kept\":{{\"n\":{},\"series\":", rec.spans_seen,
                  spans.rows());
   out += series_json(spans);
-  Json totals = Json::object();
-  for (const auto& [fn, t] : rec.span_totals) totals[fn] = Json{{"count", t.count}, {"sums", t.sums}};
-  out += "},\"totals\":" + dump(totals) + "}}";
+  // Written key by key: ordered_json's operator[] searches linearly, and the map is sorted already.
+  out += "},\"totals\":{";
+  bool first_fn = true;
+  for (const auto& [fn, t] : rec.span_totals) {
+    if (!first_fn) out += ',';
+    first_fn = false;
+    out += dump(Json(fn));
+    out += ':';
+    out += dump(Json{{"count", t.count}, {"sums", Json(t.sums)}});
+  }
+  out += "}}}";
   return out;
 }
 

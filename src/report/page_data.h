@@ -2,17 +2,19 @@
 // The data a report page carries: the recording as columns, compact, then gzip and base64 so
 // that an hour at one second stays a few megabytes. The page (assets/report.js) decodes it.
 //
-// Layout of the JSON before compression (format 1):
-//   {"format":1, "kind":"report", "file":..., "generator":..., "warnings":[...],
+// Layout of the JSON before compression (format 2: sparse, so that a path in a few of many
+// records costs its cells, not the records):
+//   {"format":2, "kind":"report", "file":..., "generator":..., "warnings":[...],
 //    "header":{...}|null, "summary":{...}|null,
 //    "intervals":{"n":N, "series":[S...]},
 //    "spans":{"seen":N, "kept":{"n":K, "series":[S...]}, "totals":{function:{"count":n,"sums":{field:x}}}}}
 //   S, a value series:   {"p":[path...], "c":v}               the same v in every record
 //                     or {"p":[path...], "v":[cells], "a":[[from,to],...]}
-//                        cells in record order; "a" lists the ranges [from, to) of records
-//                        without this path (their cells are null)
+//                        the cells of the records that have this path, in record order; "a"
+//                        lists the ranges [from, to) of records without it
 //   S, a histogram:      {"p":[path...], "h":1, "f":[S per scalar field], "b":[rows], "bl":L or
-//                         "bls":[L per record], "a":[[from,to],...]}
+//                         "bls":[L per row], "a":[[from,to],...]}
+//                        rows (and "bls") of the records that have it, in record order
 //                        row: 0 when every bucket is zero, else [offset, c_offset, ...] up to
 //                        the last non-zero bucket; the rest are zeros up to the length L
 #pragma once

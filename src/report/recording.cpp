@@ -1,42 +1,78 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "report/recording.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
+#include <cerrno>
+#include <limits>
 #include <queue>
 #include <random>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "core/fd.h"
+#include "report/json_line.h"
 #include "sinks/json_schema.h"
 
 namespace pm::report {
 namespace {
 
+// Length-prefixed parts: a key holding the separator cannot alias another path.
 std::string key_of(const std::vector<std::string>& path, bool histogram) {
   std::string k = histogram ? "h" : "v";
-  for (const std::string& p : path) {
-    k += '\x1f';
-    k += p;
-  }
+  for (const std::string& p : path) fmt::format_to(std::back_inserter(k), "{}:{}", p.size(), p);
   return k;
 }
 
-void put(Series& s, size_t row, Json value) {
-  s.cells.resize(row, Json(Json::value_t::discarded));
-  s.cells.push_back(std::move(value));
+// A cell's JSON text: numbers as the shortest text that reads back the same double.
+void append_cell(std::string& out, const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::number_integer:
+      fmt::format_to(std::back_inserter(out), "{}", j.get<int64_t>());
+      break;
+    case Json::value_t::number_unsigned:
+      fmt::format_to(std::back_inserter(out), "{}", j.get<uint64_t>());
+      break;
+    case Json::value_t::number_float: {
+      double v = j.get<double>();
+      if (std::isfinite(v)) {
+        fmt::format_to(std::back_inserter(out), "{}", v);
+      } else {
+        out += "null";
+      }
+      break;
+    }
+    default:
+      out += j.dump(-1, ' ', false, Json::error_handler_t::replace);
+  }
 }
 
-void pad(Series& s, size_t rows) {
-  if (!s.histogram) {
-    s.cells.resize(rows, Json(Json::value_t::discarded));
-    return;
+void put(Series& s, size_t row, const Json& value) {
+  s.rows.push_back(static_cast<uint32_t>(row));
+  append_cell(s.text, value);
+  s.ends.push_back(s.text.size());
+}
+
+void put_buckets(Series& h, size_t row, const Json& buckets) {
+  size_t lo = 0, hi = buckets.size();
+  while (lo < hi && buckets[lo].get<double>() == 0) ++lo;
+  while (hi > lo && buckets[hi - 1].get<double>() == 0) --hi;
+  h.rows.push_back(static_cast<uint32_t>(row));
+  if (lo == hi) {
+    h.text += '0';
+  } else {
+    fmt::format_to(std::back_inserter(h.text), "[{}", lo);
+    for (size_t k = lo; k < hi; ++k) {
+      h.text += ',';
+      append_cell(h.text, buckets[k]);
+    }
+    h.text += ']';
   }
-  s.buckets.resize(rows);
-  s.present.resize(rows, 0);
-  for (Series& f : s.fields) pad(f, rows);
+  h.ends.push_back(h.text.size());
+  h.lengths.push_back(static_cast<uint32_t>(buckets.size()));
 }
 
 // A span's latency, for keeping the slowest: "latency_s" where there is one.
@@ -146,139 +182,209 @@ bool is_histogram(const Json& j) {
   auto b = j.find("buckets");
   auto base = j.find("bucket_base");
   if (b == j.end() || base == j.end() || !b->is_array() || !base->is_number()) return false;
+  if (b->size() > kMaxBuckets || j.size() > kMaxHistogramFields + 1) return false;
   return std::all_of(b->begin(), b->end(), [](const Json& x) { return x.is_number(); });
 }
 
-Series& SeriesTable::at(const std::vector<std::string>& path, bool histogram) {
+std::optional<Json> Series::value_at(size_t row) const {
+  auto it = std::lower_bound(rows.begin(), rows.end(), row);
+  if (it == rows.end() || *it != row || histogram) return std::nullopt;
+  return Json::parse(cell(static_cast<size_t>(it - rows.begin())));
+}
+
+std::optional<std::vector<double>> Series::buckets_at(size_t row) const {
+  auto it = std::lower_bound(rows.begin(), rows.end(), row);
+  if (it == rows.end() || *it != row || !histogram) return std::nullopt;
+  size_t k = static_cast<size_t>(it - rows.begin());
+  std::vector<double> out(lengths[k], 0);
+  Json r = Json::parse(cell(k));
+  for (size_t i = 1; r.is_array() && i < r.size(); ++i) out[r[0].get<size_t>() + i - 1] = r[i].get<double>();
+  return out;
+}
+
+Series* SeriesTable::at(const std::vector<std::string>& path, bool histogram) {
   std::string k = key_of(path, histogram);
   auto it = index_.find(k);
-  if (it != index_.end()) return series_[it->second];
+  if (it != index_.end()) return &series_[it->second];
+  if (series_.size() >= kMaxSeries) {
+    ++dropped_;
+    return nullptr;
+  }
   index_.emplace(std::move(k), series_.size());
   Series& s = series_.emplace_back();
   s.path = path;
   s.histogram = histogram;
-  return s;
+  return &s;
 }
 
+// Recursion is bounded: json_line.h keeps every record within kMaxDepth levels.
 void SeriesTable::walk(const Json& j, std::vector<std::string>& path) {
   for (const auto& [key, value] : j.items()) {
     path.push_back(key);
     if (is_histogram(value)) {
-      Series& h = at(path, true);
-      h.buckets.resize(rows_);
-      h.present.resize(rows_, 0);
-      std::vector<double>& row = h.buckets.emplace_back();
-      row.reserve(value["buckets"].size());
-      for (const Json& b : value["buckets"]) row.push_back(b.get<double>());
-      h.present.push_back(1);
-      for (const auto& field : value.items()) {
-        const std::string& name = field.key();
-        if (name == "buckets") continue;
-        auto f = std::find_if(h.fields.begin(), h.fields.end(), [&](const Series& s) { return s.path[0] == name; });
-        if (f == h.fields.end()) {
-          f = h.fields.insert(h.fields.end(), Series{});
-          f->path = {name};
+      if (Series* h = at(path, true)) {
+        put_buckets(*h, rows_, value["buckets"]);
+        for (const auto& field : value.items()) {
+          const std::string& name = field.key();
+          if (name == "buckets") continue;
+          auto f = std::find_if(h->fields.begin(), h->fields.end(), [&](const Series& s) { return s.path[0] == name; });
+          if (f == h->fields.end()) {
+            f = h->fields.insert(h->fields.end(), Series{});
+            f->path = {name};
+          }
+          put(*f, rows_, field.value());
         }
-        put(*f, rows_, field.value());
       }
     } else if (value.is_object() && !value.empty()) {
       walk(value, path);
-    } else {
-      put(at(path, false), rows_, value);
+    } else if (Series* s = at(path, false)) {
+      put(*s, rows_, value);
     }
     path.pop_back();
   }
 }
 
 void SeriesTable::add(const Json& record) {
+  if (rows_ >= std::numeric_limits<uint32_t>::max()) return;
   std::vector<std::string> path;
   walk(record, path);
   ++rows_;
 }
 
-void SeriesTable::finish() {
-  for (Series& s : series_) pad(s, rows_);
-}
+namespace {
 
-Result<Recording> parse_recording(std::string_view text, const std::string& name) {
-  Recording rec;
-  rec.path = name;
-  if (text.empty()) return make_error(Errc::kInvalidArgument, name + " is empty: no records to report");
-  SpanKeeper spans;
-  size_t headers = 0, summaries = 0, untyped = 0, blank = 0;
-  std::map<std::string, size_t> unknown_types;
-  size_t line_no = 0;
-  size_t known = 0;
-  while (!text.empty()) {
-    size_t eol = text.find('\n');
-    bool last = eol == std::string_view::npos || eol + 1 == text.size();
-    std::string_view line = text.substr(0, eol);
-    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
-    ++line_no;
+// Reads lines one at a time: the file is never held whole, so its size costs nothing.
+class Reader {
+ public:
+  explicit Reader(const std::string& name) { rec_.path = name; }
+
+  // One line, without its newline; `complete`: a newline ended it. Returns false to stop, with
+  // the error kept for finish().
+  bool line(std::string_view line, bool complete) {
+    ++line_no_;
+    bytes_ += line.size();
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
-      ++blank;
-      continue;
+      ++blank_;
+      return true;
     }
     Json j;
-    try {
-      j = Json::parse(line);
-    } catch (const Json::parse_error& e) {
-      if (known == 0) {
-        return make_error(Errc::kInvalidArgument,
-                          fmt::format("{} is not JSON Lines: line {} is not JSON (\"{}\"); write one with "
-                                      "`perf-monitor run --format json -o FILE -- ...`",
-                                      name, line_no, shorten(line)));
+    LineError e;
+    if (!parse_json_line(line, &j, &e)) {
+      if (e.kind == LineError::kLimit) {
+        return fail(fmt::format("{}:{}: the line {}: not a perf-monitor record", rec_.path, line_no_, e.message));
       }
-      if (last && eol == std::string_view::npos) {
-        rec.warnings.push_back(
+      if (e.kind == LineError::kNumber) return fail(fmt::format("{}:{}: {}", rec_.path, line_no_, e.message));
+      if (known_ == 0) {
+        return fail(fmt::format("{} is not JSON Lines: line {} is not JSON (\"{}\"); write one with "
+                                "`perf-monitor run --format json -o FILE -- ...`",
+                                rec_.path, line_no_, shorten(line)));
+      }
+      if (!complete) {
+        rec_.warnings.push_back(
             fmt::format("the last line ({}) is cut short ({} bytes, no newline): the run was "
                         "still writing or was killed; it is left out",
-                        line_no, line.size()));
-        break;
+                        line_no_, line.size()));
+        return true;
       }
-      return make_error(Errc::kInvalidArgument, fmt::format("{}:{}: not JSON ({})", name, line_no, e.what()));
+      return fail(fmt::format("{}:{}: not JSON ({})", rec_.path, line_no_, e.message));
     }
     if (!j.is_object()) {
-      return make_error(
-          Errc::kInvalidArgument,
-          fmt::format("{}:{}: a JSON {} where perf-monitor writes one object per line", name, line_no, j.type_name()));
+      return fail(fmt::format("{}:{}: a JSON {} where perf-monitor writes one object per line", rec_.path, line_no_,
+                              j.type_name()));
     }
+    record(std::move(j));
+    return true;
+  }
+
+  // A line longer than kMaxLineBytes, never read whole.
+  bool too_long() {
+    return fail(fmt::format("{}:{}: the line is longer than {} MiB: not a perf-monitor record", rec_.path,
+                            line_no_ + 1, kMaxLineBytes >> 20));
+  }
+
+  Result<Recording> finish();
+
+ private:
+  bool fail(std::string message) {
+    error_ = std::move(message);
+    return false;
+  }
+
+  void record(Json&& j) {
     auto type_it = j.find("type");
     std::string type = type_it != j.end() && type_it->is_string() ? type_it->get<std::string>() : "";
     if (type.empty() && j.contains("timestamp")) {
       // The first JSON layout had no "type": its records were the intervals.
-      ++untyped;
+      ++untyped_;
       type = "interval";
     }
     if (type == "interval") {
-      rec.intervals.add(j);
+      rec_.intervals.add(j);
     } else if (type == "span") {
-      SpanTotals& t = rec.span_totals[j.value("function", std::string("?"))];
-      ++t.count;
-      for (const auto& [k, v] : j.items()) {
-        if (v.is_number()) t.sums[k] += v.get<double>();
-      }
-      ++rec.spans_seen;
-      spans.add(std::move(j));
+      span(std::move(j));
     } else if (type == "summary") {
-      if (summaries++ == 0) rec.summary = std::move(j);
+      if (summaries_++ == 0) rec_.summary = std::move(j);
     } else if (type == "header") {
-      if (headers++ == 0) rec.header = std::move(j);
+      if (headers_++ == 0) rec_.header = std::move(j);
     } else {
-      ++unknown_types[type.empty() ? "(none)" : type];
-      continue;
+      if (unknown_types_.size() < 100 || unknown_types_.count(type)) ++unknown_types_[type.empty() ? "(none)" : type];
+      return;
     }
-    ++known;
+    ++known_;
   }
-  rec.lines = line_no;
-  if (known == 0) {
+
+  void span(Json&& j) {
+    auto fn = j.find("function");
+    std::string name = fn != j.end() && fn->is_string() ? fn->get<std::string>() : "?";
+    auto it = rec_.span_totals.find(name);
+    if (it == rec_.span_totals.end()) {
+      if (rec_.span_totals.size() >= kMaxFunctions) {
+        ++other_function_spans_;
+        name = kOtherFunctions;
+      }
+      it = rec_.span_totals.try_emplace(name).first;
+    }
+    SpanTotals& t = it->second;
+    ++t.count;
+    for (const auto& [k, v] : j.items()) {
+      if (!v.is_number()) continue;
+      auto sum = t.sums.find(k);
+      if (sum == t.sums.end()) {
+        if (t.sums.size() >= kMaxSpanFields) continue;
+        sum = t.sums.emplace(k, 0.0).first;
+      }
+      sum->second += v.get<double>();
+    }
+    ++rec_.spans_seen;
+    if (count_values(j, kMaxSpanValues + 1) > kMaxSpanValues) {
+      ++large_spans_;
+      return;
+    }
+    spans_.add(std::move(j));
+  }
+
+  Recording rec_;
+  SpanKeeper spans_;
+  size_t headers_ = 0, summaries_ = 0, untyped_ = 0, blank_ = 0;
+  size_t line_no_ = 0, known_ = 0, bytes_ = 0;
+  uint64_t other_function_spans_ = 0, large_spans_ = 0;
+  std::map<std::string, size_t> unknown_types_;
+  std::string error_;
+};
+
+Result<Recording> Reader::finish() {
+  if (!error_.empty()) return make_error(Errc::kInvalidArgument, error_);
+  Recording& rec = rec_;
+  const std::string& name = rec.path;
+  if (line_no_ == 0) return make_error(Errc::kInvalidArgument, name + " is empty: no records to report");
+  rec.lines = line_no_;
+  if (known_ == 0) {
     return make_error(Errc::kInvalidArgument,
                       fmt::format("{} holds no perf-monitor records (none of its {} lines has a \"type\" of header, "
                                   "interval, span or summary)",
-                                  name, line_no - blank));
+                                  name, line_no_ - blank_));
   }
-  rec.intervals.finish();
-  rec.spans = spans.take();
+  rec.spans = spans_.take();
 
   if (rec.header.is_null()) {
     rec.warnings.push_back(
@@ -295,42 +401,134 @@ Result<Recording> parse_recording(std::string_view text, const std::string& name
           v->get<int64_t>(), v->get<int64_t>() > kJsonSchemaVersion ? "newer" : "older", kJsonSchemaVersion));
     }
   }
-  if (untyped > 0) {
+  if (untyped_ > 0) {
     rec.warnings.push_back(
-        fmt::format("{} records without a \"type\" were read as intervals (an older JSON layout)", untyped));
+        fmt::format("{} records without a \"type\" were read as intervals (an older JSON layout)", untyped_));
   }
-  for (const auto& [t, n] : unknown_types) {
+  for (const auto& [t, n] : unknown_types_) {
     rec.warnings.push_back(fmt::format("{} records of unknown type \"{}\" were skipped", n, shorten(t)));
   }
-  if (headers > 1 || summaries > 1) {
+  if (headers_ > 1 || summaries_ > 1) {
     rec.warnings.push_back(
         fmt::format("the file holds {} header and {} summary records (several runs appended to "
                     "one file?): the first of each is shown, every interval is",
-                    headers, summaries));
+                    headers_, summaries_));
   }
   if (rec.summary.is_null()) {
     rec.warnings.push_back("no summary record: the run did not finish (killed, or still running)");
   }
   if (rec.intervals.rows() == 0) rec.warnings.push_back("no interval records: there is no timeline to draw");
-  if (rec.spans_seen > rec.spans.size()) {
+  if (rec.intervals.dropped() > 0) {
+    rec.warnings.push_back(fmt::format("the interval records hold more than {} different paths: {} values of the "
+                                       "others are left out",
+                                       kMaxSeries, rec.intervals.dropped()));
+  }
+  if (other_function_spans_ > 0) {
+    rec.warnings.push_back(fmt::format("spans of more than {} functions: {} spans of the others are totalled as "
+                                       "\"{}\"",
+                                       kMaxFunctions, other_function_spans_, kOtherFunctions));
+  }
+  if (large_spans_ > 0) {
+    rec.warnings.push_back(fmt::format("{} spans of more than {} values are counted in the totals but not kept",
+                                       large_spans_, kMaxSpanValues));
+  }
+  if (rec.spans_seen > rec.spans.size() + large_spans_) {
     rec.warnings.push_back(
         fmt::format("{} spans: the page keeps {} of them (the {} slowest and an even sample "
                     "of the others); per-function totals count them all",
                     rec.spans_seen, rec.spans.size(), kSlowestSpans));
   }
-  return rec;
+  return std::move(rec);
+}
+
+}  // namespace
+
+Result<Recording> parse_recording(std::string_view text, const std::string& name) {
+  Reader r(name);
+  while (!text.empty()) {
+    size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    if (line.size() > kMaxLineBytes) {
+      r.too_long();
+      break;
+    }
+    if (!r.line(line, eol != std::string_view::npos)) break;
+  }
+  return r.finish();
 }
 
 Result<Recording> read_recording(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    return make_error(Errc::kInvalidArgument, path + " is a directory, not a JSON Lines file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::from_errno(errno, "cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Error::from_errno(errno, "cannot read " + path);
-  return parse_recording(text.str(), path);
+  const bool stdin_ = path == "-";
+  const std::string name = stdin_ ? "standard input" : path;
+  UniqueFd owned;
+  int fd = STDIN_FILENO;
+  if (!stdin_) {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
+    owned.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+    if (!owned) return Error::from_errno(errno, "cannot read " + path);
+    fd = owned.get();
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error::from_errno(errno, "cannot read " + name);
+  if (S_ISDIR(st.st_mode)) return make_error(Errc::kInvalidArgument, name + " is a directory, not a JSON Lines file");
+  bool pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+  if (!S_ISREG(st.st_mode) && !(stdin_ && pipe)) {
+    const char* what = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : S_ISCHR(st.st_mode)  ? (::isatty(fd) ? "a terminal" : "a character device")
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                                              : "not a regular file";
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("{} is {}, not a JSON Lines file{}", name, what,
+                                  stdin_ || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)
+                                      ? ""
+                                      : " (to read a pipe, redirect it to standard input and name the file '-')"));
+  }
+
+  Reader r(name);
+  std::string buf;  // [0, buf.size()): the start of a line not yet ended
+  size_t scanned = 0;
+  constexpr size_t kChunk = size_t{1} << 20;
+  while (true) {
+    size_t have = buf.size();
+    buf.resize(have + kChunk);
+    ssize_t n = ::read(fd, buf.data() + have, kChunk);
+    if (n < 0 && errno == EINTR) {
+      buf.resize(have);
+      continue;
+    }
+    if (n < 0) return Error::from_errno(errno, "cannot read " + name);
+    buf.resize(have + static_cast<size_t>(n));
+    if (n == 0) {
+      if (!buf.empty()) {
+        if (buf.size() > kMaxLineBytes) {
+          r.too_long();
+        } else {
+          r.line(buf, false);
+        }
+      }
+      return r.finish();
+    }
+    size_t from = 0;
+    bool go = true;
+    for (size_t eol; go && (eol = buf.find('\n', scanned)) != std::string::npos; scanned = from) {
+      if (eol - from > kMaxLineBytes) {
+        r.too_long();
+        go = false;
+        break;
+      }
+      go = r.line(std::string_view(buf).substr(from, eol - from), true);
+      from = eol + 1;
+    }
+    if (!go) return r.finish();
+    buf.erase(0, from);
+    scanned = buf.size();
+    if (buf.size() > kMaxLineBytes) {
+      r.too_long();
+      return r.finish();
+    }
+  }
 }
 
 }  // namespace pm::report

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -26,37 +27,63 @@ using Json = nlohmann::ordered_json;  // keeps the file's order of keys
 // and a number "bucket_base" (bucket i counts values below bucket_base * 2^i).
 bool is_histogram(const Json& j);
 
-// One leaf (or one histogram) of a kind of record, across every record of that kind.
+// One leaf (or one histogram) of a kind of record, across the records that have it. Stored
+// sparse and as JSON text, so that a file of many keys each in a few records, or of long
+// strings, costs about what it holds, not records x paths.
 struct Series {
   std::vector<std::string> path;
   bool histogram = false;
-  // Values: one cell per record; a discarded Json marks a record without this path.
-  std::vector<Json> cells;
+  // The records that have this path, ascending; cell k belongs to record rows[k].
+  std::vector<uint32_t> rows;
+  // Values: each cell's JSON text, back to back; cell k is text[ends[k-1], ends[k]).
+  // Histograms: each record's buckets as page_data.h writes them (0, or [offset, counts...] up
+  // to the last non-zero count), with their full length in lengths[k].
+  std::string text;
+  std::vector<size_t> ends;
+  std::vector<uint32_t> lengths;
   // Histograms: the scalar fields (count, sum, p50, ..., bucket_base) as value series of their
-  // own (path = the field's name), and the buckets of each record (empty where absent).
+  // own (path = the field's name).
   std::vector<Series> fields;
-  std::vector<std::vector<double>> buckets;
-  std::vector<uint8_t> present;
+
+  [[nodiscard]] size_t size() const { return rows.size(); }
+  [[nodiscard]] std::string_view cell(size_t k) const {
+    size_t from = k == 0 ? 0 : ends[k - 1];
+    return std::string_view(text).substr(from, ends[k] - from);
+  }
+  // Record `row`'s value (a value series) or buckets (a histogram); nullopt where absent.
+  [[nodiscard]] std::optional<Json> value_at(size_t row) const;
+  [[nodiscard]] std::optional<std::vector<double>> buckets_at(size_t row) const;
 };
+
+// Paths (series) per table, fields per histogram and buckets per histogram: beyond these a
+// record is not perf-monitor's, and the rest is left out with a warning.
+inline constexpr size_t kMaxSeries = 20000;
+inline constexpr size_t kMaxHistogramFields = 32;
+inline constexpr size_t kMaxBuckets = 1024;
 
 // The records of one type as columns, in the order their paths first appeared.
 class SeriesTable {
  public:
   void add(const Json& record);
-  // Pads every series to rows() cells; call once all records are in.
-  void finish();
   [[nodiscard]] size_t rows() const { return rows_; }
   [[nodiscard]] const std::vector<Series>& series() const { return series_; }
+  // Leaves (and histogram fields) left out because the table had kMaxSeries paths already.
+  [[nodiscard]] uint64_t dropped() const { return dropped_; }
 
  private:
   void walk(const Json& j, std::vector<std::string>& path);
-  Series& at(const std::vector<std::string>& path, bool histogram);
+  Series* at(const std::vector<std::string>& path, bool histogram);
   size_t rows_ = 0;
+  uint64_t dropped_ = 0;
   std::vector<Series> series_;
   std::unordered_map<std::string, size_t> index_;
 };
 
-// Per function (a span's "function"): how many spans, and each numeric field summed.
+// Per function (a span's "function"): how many spans, and each numeric field summed (the first
+// kMaxSpanFields fields). Past kMaxFunctions functions, the others are counted as one.
+inline constexpr size_t kMaxFunctions = 1000;
+inline constexpr size_t kMaxSpanFields = 64;
+inline constexpr const char* kOtherFunctions = "(other functions)";
 struct SpanTotals {
   uint64_t count = 0;
   std::map<std::string, double> sums;
@@ -68,7 +95,7 @@ struct Recording {  // NOLINT(bugprone-exception-escape): moving nlohmann's orde
   Json summary;  // the "summary" record; null when the run did not finish
   SeriesTable intervals;
   // Spans: the kept ones (all of them up to kMaxSpans, else the slowest and an even sample of
-  // the others), in file order, and totals over all of them.
+  // the others; none larger than kMaxSpanValues values), in file order, and totals over all.
   std::vector<Json> spans;
   uint64_t spans_seen = 0;
   std::map<std::string, SpanTotals> span_totals;
@@ -78,10 +105,14 @@ struct Recording {  // NOLINT(bugprone-exception-escape): moving nlohmann's orde
 
 inline constexpr size_t kMaxSpans = 10000;
 inline constexpr size_t kSlowestSpans = 2000;
+inline constexpr size_t kMaxSpanValues = 256;
 
-// Reads a file (or parses text, named `name` in messages). Errors (exit 2): not JSON Lines, no
-// perf-monitor record in it, a broken line before the last. Readable oddities — a truncated last
-// line, another schema version, no header, unknown record types — become warnings.
+// Reads a file ("-": standard input, which may be a pipe) or
+// parses text, named `name` in messages. Only a regular file is read by name: a FIFO would block
+// and a device never ends. Errors (exit 2): not JSON Lines, no perf-monitor record in it, a
+// broken line before the last, a line beyond the bounds of json_line.h. Readable oddities — a
+// truncated last line, another schema version, no header, unknown record types, more paths or
+// functions than are kept — become warnings.
 Result<Recording> read_recording(const std::string& path);
 Result<Recording> parse_recording(std::string_view text, const std::string& name);
 

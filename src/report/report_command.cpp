@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -117,6 +118,9 @@ int report_one(const ReportOptions& o) {
                  (std::string(flag) == "--higher-is-better" && !o.higher_is_better.empty());
     if (given) return usage_error(std::string("report: ") + flag + " is for --compare");
   }
+  const bool from_stdin = o.files[0] == "-";
+  if (from_stdin && o.output.empty() && o.format != "json")
+    return usage_error("report -: a page of standard input needs a name: -o FILE ('-': standard output)");
   auto rec = read_recording(o.files[0]);
   if (!rec) return usage_error(rec.error().message);
   print_warnings(*rec, false);
@@ -139,7 +143,12 @@ int report_one(const ReportOptions& o) {
     }
     title += ": " + words;
   }
-  std::string page = render_page(title, o.files[0], data);
+  if (title.size() > 200) {
+    size_t cut = 200;
+    while (cut > 0 && (static_cast<unsigned char>(title[cut]) & 0xc0) == 0x80) --cut;  // not inside a character
+    title = title.substr(0, cut) + "...";
+  }
+  std::string page = render_page(title, from_stdin ? "standard input" : o.files[0], data);
   if (!write_output(out, page, &status)) return status;
   if (out != "-")
     say(fmt::format("wrote {} ({:.1f} MiB)", out, static_cast<double>(page.size()) / (1 << 20)));
@@ -162,6 +171,8 @@ int compare(const ReportOptions& o) {
   std::string format = o.format.empty() ? "text" : o.format;
   if (format == "html" && o.output.empty())
     return usage_error("report --compare --format html: name the page with -o FILE");
+  if (std::count(o.base.begin(), o.base.end(), "-") + std::count(o.files.begin(), o.files.end(), "-") > 1)
+    return usage_error("report --compare: standard input ('-') can be read once only");
   std::vector<RunFigures> sides[2];
   const std::vector<std::string>* lists[2] = {&o.base, &o.files};
   for (int s = 0; s < 2; ++s) {

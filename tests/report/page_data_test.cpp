@@ -33,25 +33,34 @@ void put(Json& rec, const Json& path, Json v) {
   *node = std::move(v);
 }
 
+// Cell k of a series belongs to the k-th record that is not absent.
+std::vector<size_t> cell_of(const std::vector<bool>& absent) {
+  std::vector<size_t> out(absent.size(), 0);
+  for (size_t i = 0, k = 0; i < absent.size(); ++i) out[i] = absent[i] ? 0 : k++;
+  return out;
+}
+
 std::vector<Json> decode(const Json& table) {
   size_t n = table["n"].get<size_t>();
   std::vector<Json> out(n, Json::object());
-  auto value_at = [](const Json& s, size_t i) { return s.contains("c") ? s["c"] : s["v"][i]; };
+  auto value_at = [](const Json& s, size_t k) { return s.contains("c") ? s["c"] : s["v"][k]; };
   for (const Json& s : table["series"]) {
     std::vector<bool> absent = absent_of(s, n);
+    std::vector<size_t> cell = cell_of(absent);
     for (size_t i = 0; i < n; ++i) {
       if (absent[i]) continue;
       if (!s.contains("h")) {
-        put(out[i], s["p"], value_at(s, i));
+        put(out[i], s["p"], value_at(s, cell[i]));
         continue;
       }
       Json h = Json::object();
       for (const Json& f : s["f"]) {
-        if (!absent_of(f, n)[i]) h[f["p"][0].get<std::string>()] = value_at(f, i);
+        std::vector<bool> fa = absent_of(f, n);
+        if (!fa[i]) h[f["p"][0].get<std::string>()] = value_at(f, cell_of(fa)[i]);
       }
-      size_t len = s.contains("bl") ? s["bl"].get<size_t>() : s["bls"][i].get<size_t>();
+      size_t len = s.contains("bl") ? s["bl"].get<size_t>() : s["bls"][cell[i]].get<size_t>();
       std::vector<double> b(len, 0);
-      const Json& row = s["b"][i];
+      const Json& row = s["b"][cell[i]];
       if (row.is_array()) {
         for (size_t k = 1; k < row.size(); ++k) b[row[0].get<size_t>() + k - 1] = row[k].get<double>();
       }
@@ -140,7 +149,7 @@ TEST(PageData, DecodesToExactlyTheRecordsOfTheFile) {
   ASSERT_TRUE(rec) << rec.error().message;
 
   Json page = Json::parse(report_json(*rec));
-  EXPECT_EQ(page["format"], 1);
+  EXPECT_EQ(page["format"], 2);
   EXPECT_EQ(page["header"], records_of(text, "header")[0]);
   EXPECT_EQ(page["summary"], records_of(text, "summary")[0]);
   std::vector<Json> want = records_of(text, "interval"), got = decode(page["intervals"]);

@@ -47,23 +47,25 @@ TEST(Recording, IntervalsBecomeSeriesByPathAndHistogramsByShape) {
 
   const Series* user = find(rec->intervals, {"cpu", "utilisation_percent", "all", "user"});
   ASSERT_NE(user, nullptr);
-  ASSERT_EQ(user->cells.size(), 3u);
-  EXPECT_EQ(user->cells[0], 10.5);
-  EXPECT_EQ(user->cells[2], 30.5);
+  ASSERT_EQ(user->size(), 3u);
+  EXPECT_EQ(user->value_at(0), Json(10.5));
+  EXPECT_EQ(user->value_at(2), Json(30.5));
 
   const Series* disk = find(rec->intervals, {"block_io", "requests", "vda"});
   ASSERT_NE(disk, nullptr);  // present in the second record only
-  EXPECT_TRUE(disk->cells[0].is_discarded());
-  EXPECT_EQ(disk->cells[1], 2);
-  EXPECT_TRUE(disk->cells[2].is_discarded());
+  EXPECT_EQ(disk->size(), 1u);  // stored sparse: no cell for the records without it
+  EXPECT_FALSE(disk->value_at(0));
+  EXPECT_EQ(disk->value_at(1), Json(2));
+  EXPECT_FALSE(disk->value_at(2));
 
   const Series* h = find(rec->intervals, {"scheduler", "runq_latency_seconds"});
   ASSERT_NE(h, nullptr);
   EXPECT_TRUE(h->histogram);
-  EXPECT_EQ(h->buckets[2], (std::vector<double>{0, 3, 0, 0}));
+  EXPECT_EQ(h->buckets_at(2), (std::vector<double>{0, 3, 0, 0}));
   auto field = std::find_if(h->fields.begin(), h->fields.end(), [](const Series& f) { return f.path[0] == "p50"; });
   ASSERT_NE(field, h->fields.end());
-  EXPECT_TRUE(field->cells[0].is_null());  // a real null, not an absent value
+  ASSERT_TRUE(field->value_at(0));
+  EXPECT_TRUE(field->value_at(0)->is_null());  // a real null, not an absent value
   EXPECT_EQ(find(rec->intervals, {"scheduler", "runq_latency_seconds", "count"}), nullptr);
 }
 

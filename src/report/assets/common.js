@@ -11,30 +11,47 @@ PM.decode = async function (b64) {
   return JSON.parse(await new Response(stream).text());
 };
 
-// ---- The columns of page_data.h ----
+// ---- The columns of page_data.h (format 2: a series holds cells only for the records that
+// have it; "a" says which do not) ----
+// Keys come from the recording: every object made from them has no prototype, and every
+// look-up of a data-chosen key asks for an own property (PM.own), so that "__proto__",
+// "constructor" or "toString" are names like any other.
+PM.own = (obj, key) => obj !== null && typeof obj === 'object' && Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
+// A data value as an object to read keys of: an empty one when it is not an object.
+PM.object = v => v !== null && typeof v === 'object' && !Array.isArray(v) ? v : Object.create(null);
 PM.absentMask = function (n, ranges) {
   const m = new Uint8Array(n);
   if (ranges) for (const [from, to] of ranges) m.fill(1, from, to);
   return m;
 };
+// For each record, its cell's index in "v"/"b" (-1: absent).
+PM.cellIndex = function (n, ranges) {
+  const absent = PM.absentMask(n, ranges), at = new Int32Array(n);
+  for (let i = 0, k = 0; i < n; i++) at[i] = absent[i] ? -1 : k++;
+  return { absent, at };
+};
 PM.cells = function (s, n) {
   if ('c' in s) return { values: new Array(n).fill(s.c), absent: new Uint8Array(n) };
-  return { values: s.v, absent: PM.absentMask(n, s.a) };
+  const { absent, at } = PM.cellIndex(n, s.a), values = new Array(n).fill(null);
+  for (let i = 0; i < n; i++) if (at[i] >= 0) values[i] = s.v[at[i]];
+  return { values, absent };
 };
 PM.numbers = function (s, n) {
   const out = new Float64Array(n);
   if ('c' in s) return out.fill(typeof s.c === 'number' ? s.c : NaN);
-  for (let i = 0; i < n; i++) out[i] = typeof s.v[i] === 'number' ? s.v[i] : NaN;
+  const { at } = PM.cellIndex(n, s.a);
+  for (let i = 0; i < n; i++) out[i] = at[i] >= 0 && typeof s.v[at[i]] === 'number' ? s.v[at[i]] : NaN;
   return out;
 };
 PM.bucketRows = function (h, n) {
-  const absent = PM.absentMask(n, h.a);
+  const { at } = PM.cellIndex(n, h.a);
   const rows = new Array(n);
   for (let i = 0; i < n; i++) {
-    if (absent[i]) { rows[i] = null; continue; }
-    const row = new Array(h.bls ? h.bls[i] : h.bl).fill(0);
-    const r = h.b[i];
-    if (r !== 0) for (let k = 1; k < r.length; k++) row[r[0] + k - 1] = r[k];
+    const k = at[i];
+    if (k < 0) { rows[i] = null; continue; }
+    const row = new Array(h.bls ? h.bls[k] : h.bl).fill(0);
+    const r = h.b[k];
+    if (r !== 0) for (let j = 1; j < r.length; j++) row[r[0] + j - 1] = r[j];
     rows[i] = row;
   }
   return rows;
@@ -42,11 +59,12 @@ PM.bucketRows = function (h, n) {
 PM.field = (h, name) => h.f.find(f => f.p[0] === name);
 // The records the columns came from, rebuilt (what the tests compare with the file).
 PM.records = function (table) {
-  const n = table.n, out = Array.from({ length: n }, () => ({}));
+  const n = table.n, out = Array.from({ length: n }, () => Object.create(null));
   const put = (obj, path, v) => {
     let o = obj;
     for (let k = 0; k < path.length - 1; k++) {
-      if (typeof o[path[k]] !== 'object' || o[path[k]] === null) o[path[k]] = {};
+      const next = PM.own(o, path[k]);
+      if (typeof next !== 'object' || next === null || Array.isArray(next)) o[path[k]] = Object.create(null);
       o = o[path[k]];
     }
     o[path[path.length - 1]] = v;
@@ -56,7 +74,7 @@ PM.records = function (table) {
       const rows = PM.bucketRows(s, n), fields = s.f.map(f => [f.p[0], PM.cells(f, n)]);
       for (let i = 0; i < n; i++) {
         if (!rows[i]) continue;
-        const h = {};
+        const h = Object.create(null);
         for (const [name, c] of fields) if (!c.absent[i]) h[name] = c.values[i];
         h.buckets = rows[i];
         put(out[i], s.p, h);
@@ -147,10 +165,17 @@ PM.elapsed = function (s) {
 PM.bucketLabel = (base, i, unit) => '< ' + PM.fmt(base * 2 ** i, unit);
 
 // ---- DOM ----
+// Elements are made here only, text set as text (never as markup), and only attributes this
+// code names: none is ever named by the data, so no handler ("on...") can be set from it.
+PM.kAttributes = new Set(['id', 'title', 'value']);
 PM.el = function (tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === 'class') e.className = v; else if (k === 'text') e.textContent = v; else e.setAttribute(k, v);
+  for (const k of Object.keys(attrs)) {
+    const v = attrs[k];
+    if (k === 'class') e.className = String(v);
+    else if (k === 'text') e.textContent = String(v);
+    else if (PM.kAttributes.has(k)) e.setAttribute(k, String(v));
+    else throw new Error('PM.el: attribute ' + JSON.stringify(String(k).slice(0, 40)) + ' is not one the page sets');
   }
   for (const c of children) if (c !== null && c !== undefined) e.append(c);
   return e;
@@ -168,7 +193,7 @@ PM.table = function (cls, head, rows, id) {
   const cell = (c, tag) => c instanceof HTMLElement ? (c.tagName === 'TD' || c.tagName === 'TH' ? c : PM.el(tag, {}, c))
     : typeof c === 'object' && c !== null ? PM.el(tag, c) : PM.el(tag, { text: String(c) });
   if (head) t.append(PM.el('tr', {}, ...head.map(h => cell(h, 'th'))));
-  for (const r of rows) t.append(PM.el('tr', r.attrs || {}, ...r.cells.map(c => cell(c, 'td'))));
+  for (const r of rows) t.append(PM.el('tr', PM.own(r, 'attrs') || {}, ...r.cells.map(c => cell(c, 'td'))));
   return t;
 };
 

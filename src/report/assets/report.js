@@ -42,7 +42,7 @@ PM.renderHeader = function (main, data, n) {
   const rows = [];
   const add = (k, v) => { if (v !== undefined && v !== null && v !== '') rows.push({ cells: [k, String(v)] }); };
   const mode = h.mode || s.mode;
-  add('command', command ? command.join(' ') : mode === 'system' ? 'the whole system (live monitor)' : undefined);
+  add('command', command ? (Array.isArray(command) ? command.join(' ') : String(command)) : mode === 'system' ? 'the whole system (live monitor)' : undefined);
   add('mode', mode);
   if (s.exit_code !== undefined) add('exit status', s.exit_code + (s.signal ? ` (killed by signal ${s.signal})` : ''));
   add('ended', s.end_reason || (data.summary ? undefined : 'no summary: the run did not finish'));
@@ -67,7 +67,7 @@ PM.renderHeader = function (main, data, n) {
 };
 
 PM.renderUnavailable = function (main, header, summary) {
-  const reasons = Object.assign({}, header.unavailable || {}, summary.unavailable || {});
+  const reasons = Object.assign(Object.create(null), PM.object(header.unavailable), PM.object(summary.unavailable));
   const keys = Object.keys(reasons);
   if (!keys.length) return;
   main.append(PM.el('h2', { text: 'Sources not available' }),
@@ -252,9 +252,8 @@ PM.histogramChart = function (parent, title, h, unit, extra = []) {
 
 // Probed functions: latency distribution, and where a call's time went.
 PM.renderProbes = function (main, data, summary, start) {
-  const probe = summary.probe || {};
-  const lat = probe.latency_seconds || {};
-  const fns = new Set(Object.keys(lat).concat(Object.keys(data.spans.totals)));
+  const probe = PM.object(summary.probe), lat = PM.object(probe.latency_seconds), totals = PM.object(data.spans.totals);
+  const fns = new Set(Object.keys(lat).concat(Object.keys(totals)));
   if (!fns.size) return;
   const cards = PM.el('div', { class: 'cards' });
   main.append(PM.el('h2', { text: 'Probed functions', id: 'section-probes' }), cards);
@@ -262,14 +261,14 @@ PM.renderProbes = function (main, data, summary, start) {
   const parts = [['on CPU', 'on_cpu_seconds', 'on_cpu_s'], ['run queue', 'runq_seconds', 'runq_s'], ['blocked', 'blocked_seconds', 'blocked_s']];
   const names = [...fns];
   const split = names.map(fn => {
-    const calls = (probe.calls || {})[fn] ?? (lat[fn] && lat[fn].count) ?? (data.spans.totals[fn] || {}).count;
-    const tot = data.spans.totals[fn] || { count: 0, sums: {} };
+    const l = PM.object(PM.own(lat, fn)), tot = PM.own(totals, fn) || { count: 0, sums: {} }, sums = PM.object(tot.sums);
+    const calls = PM.own(PM.object(probe.calls), fn) ?? l.count ?? tot.count;
     const values = parts.map(([, fam, span]) => {
-      const v = (probe[fam] || {})[fn];
+      const v = PM.own(PM.object(PM.own(probe, fam)), fn);
       if (typeof v === 'number' && calls) return v / calls;
-      return tot.count && span in tot.sums ? tot.sums[span] / tot.count : NaN;
+      return tot.count && typeof PM.own(sums, span) === 'number' ? sums[span] / tot.count : NaN;
     });
-    const mean = lat[fn] && lat[fn].count ? lat[fn].sum / lat[fn].count : tot.count && 'latency_s' in tot.sums ? tot.sums.latency_s / tot.count : NaN;
+    const mean = typeof l.count === 'number' && l.count ? l.sum / l.count : tot.count && typeof PM.own(sums, 'latency_s') === 'number' ? sums.latency_s / tot.count : NaN;
     const known = values.filter(Number.isFinite).reduce((s, v) => s + v, 0);
     return values.concat([Number.isFinite(mean) && mean > known ? mean - known : 0]);
   });
@@ -278,7 +277,10 @@ PM.renderProbes = function (main, data, summary, start) {
     PM.barChart(PM.card(cards, 'Where a call\'s time goes (mean per call)', true), 'probe split', names,
       labels.map((l, i) => ({ label: l, values: split.map(v => v[i]), colour: PM.partColour(['on_cpu_s', 'runq_s', 'blocked_s', 'other'][i], i) })), 'seconds', { stacked: true, horizontal: true });
   }
-  for (const fn of names) if (PM.isHistogram(lat[fn]) && lat[fn].buckets.some(b => b > 0)) PM.histogramChart(cards, `${fn}: latency`, lat[fn], 'seconds');
+  for (const fn of names) {
+    const h = PM.own(lat, fn);
+    if (PM.isHistogram(h) && h.buckets.some(b => b > 0)) PM.histogramChart(cards, `${fn}: latency`, h, 'seconds');
+  }
   // Each kept call: when it started and how long it took.
   const kept = data.spans.kept;
   if (kept.n > 0 && Number.isFinite(start)) {
@@ -306,7 +308,7 @@ PM.renderProbes = function (main, data, summary, start) {
 };
 
 // The same colour for a part of a call's time in every chart.
-PM.partColour = (field, i) => ({ on_cpu_s: '#4e79a7', runq_s: '#f28e2b', blocked_s: '#e15759', other: '#bab0ac' })[field] || PM.colour(i + 4);
+PM.partColour = (field, i) => PM.own({ on_cpu_s: '#4e79a7', runq_s: '#f28e2b', blocked_s: '#e15759', other: '#bab0ac' }, field) || PM.colour(i + 4);
 
 // The slowest requests: each one's latency split into its parts (fields ending in _s).
 PM.renderSlowest = function (main, data, summary) {
@@ -320,7 +322,7 @@ PM.renderSlowest = function (main, data, summary) {
     .sort((a, b) => (known.indexOf(a) + 1 || 99) - (known.indexOf(b) + 1 || 99));
   const labels = slow.map(s => `request ${s.request_id ?? '?'}` + (s.function ? ` (${s.function})` : ''));
   const names = { on_cpu_s: 'on CPU', runq_s: 'run queue', blocked_s: 'blocked' };
-  const series = fields.map((f, i) => ({ label: names[f] || f.replace(/_s$/, '').replace(/_/g, ' '), values: slow.map(s => s[f] ?? 0), colour: PM.partColour(f, i) }));
+  const series = fields.map((f, i) => ({ label: PM.own(names, f) || f.replace(/_s$/, '').replace(/_/g, ' '), values: slow.map(s => s[f] ?? 0), colour: PM.partColour(f, i) }));
   const other = slow.map(s => { const known = fields.reduce((a, f) => a + (s[f] || 0), 0); return typeof s.latency_s === 'number' && s.latency_s > known ? s.latency_s - known : 0; });
   if (other.some(v => v > 0)) series.push({ label: 'other', values: other, colour: '#bab0ac' });
   const cards = PM.el('div', { class: 'cards' });

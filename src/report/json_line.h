@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// One line of a recording parsed into a Json within bounds, whatever the line holds: nesting,
+// values per line and keys per object are limited, a key is found in constant time however
+// wide its object (ordered_json's own insert searches linearly), and numbers beyond a double
+// are an error of their own. A recording comes from anywhere: CI artifacts, colleagues.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "report/recording.h"
+
+namespace pm::report {
+
+// perf-monitor's records nest about six deep; a line deeper than this is not one of them.
+inline constexpr size_t kMaxDepth = 64;
+// Values (scalars, objects and arrays) in one line. perf-monitor's widest records hold a few
+// thousand; the bound keeps one line's tree within tens of MiB.
+inline constexpr size_t kMaxValuesPerLine = 250000;
+// Bytes in one line (and so in one record).
+inline constexpr size_t kMaxLineBytes = size_t{64} << 20;
+
+struct LineError {
+  enum Kind { kNone, kSyntax, kLimit, kNumber } kind = kNone;
+  std::string message;  // without the file and line: "nests deeper than 64 levels", ...
+};
+
+// Parses `line` into *out. On failure returns false and says why in *error.
+bool parse_json_line(std::string_view line, Json* out, LineError* error);
+
+// The number of values in j, counting up to `limit` (containers count as one each).
+size_t count_values(const Json& j, size_t limit);
+
+}  // namespace pm::report
