@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fuzzers' seed corpora: the captured /proc and /sys files of tests/fixtures (with the byte
 # that picks their parser in front), configuration files, event lists, addresses, probe specs,
-# small ELF files (one with MiniDebugInfo) and HTTP requests.
+# small ELF files (one with MiniDebugInfo), HTTP requests and recordings for `report`.
 #   fuzz/make_seeds.sh SOURCE_DIR OUT_DIR COMPILER
 set -euo pipefail
 src=$1
@@ -9,7 +9,7 @@ out=$2
 cc=$3  # compiles the ELF seeds
 fx=$src/tests/fixtures
 rm -rf "$out"
-mkdir -p "$out"/{proc_parsers,system_parsers,powercap,config,event_spec,listen_address,symbols,elf,http_request}
+mkdir -p "$out"/{proc_parsers,system_parsers,powercap,config,event_spec,listen_address,symbols,elf,http_request,recording}
 
 # A seed of parser N: the byte N, then the file.
 seed() { { printf "\\x$(printf %02x "$2")"; cat "$3"; } > "$out/$1/$(basename "$3")-$2"; }
@@ -78,3 +78,14 @@ fi
 printf 'GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9464\r\nUser-Agent: Prometheus/2.42.0\r\nAccept: text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\nAccept-Encoding: gzip\r\nX-Prometheus-Scrape-Timeout-Seconds: 10\r\n\r\n' > "$out/http_request/prometheus"
 printf 'GET /metrics HTTP/1.1\r\nHost: localhost:9464\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n' > "$out/http_request/curl"
 printf 'HEAD / HTTP/1.0\n\n' > "$out/http_request/head"
+
+# Recordings for `report`: the fixture, one line of each record type, and odd shapes.
+cp "$fx/report/bimodal.jsonl" "$out/recording/bimodal.jsonl"
+cat > "$out/recording/types.jsonl" << 'EOF'
+{"type":"header","schema_version":2,"mode":"run","command":["./app","-x"],"host":"h","cpus":2}
+{"type":"interval","timestamp":"2026-11-30T00:00:01Z","interval_s":1.0,"cpu":{"utilisation_percent":{"all":{"user":12.5,"idle":80}}},"scheduler":{"runq_latency_seconds":{"count":3,"sum":0.5,"p50":null,"bucket_base":1e-09,"buckets":[0,1,2,0]}}}
+{"type":"interval","timestamp":"2026-11-30T00:00:02Z","interval_s":1.0,"block_io":{"requests":{"vda":4}},"note":"x"}
+{"type":"span","function":"f","request_id":4,"start":"2026-11-30T00:00:01Z","latency_s":0.003,"on_cpu_s":0.001}
+{"type":"summary","mode":"run","exit_code":0,"duration_s":2.0,"proc_cpu_user_seconds":0.5,"probe":{"latency_seconds":{"f":{"count":1,"sum":0.003,"bucket_base":1e-09,"buckets":[0,1]}}}}
+EOF
+printf '{"type":"interval","a":[[[[1]]]],"b":{"__proto__":1e308},"c":"\\u00e9","a":2}\n{"timestamp":"t","x":1}\n' > "$out/recording/odd.jsonl"

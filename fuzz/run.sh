@@ -10,7 +10,7 @@ runs=${2:-1000000}
 shift 2 2> /dev/null || shift $#
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  targets=(proc_parsers system_parsers powercap config event_spec listen_address symbols elf http_request)
+  targets=(proc_parsers system_parsers powercap config event_spec listen_address symbols elf http_request recording)
 fi
 dir="$build/fuzz"
 status=0
