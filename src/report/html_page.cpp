@@ -73,7 +73,8 @@ std::string csp_hash(std::string_view text) {
   std::array<uint8_t, 32> d = sha256(text);
   std::string out = "'sha256-";
   for (size_t i = 0; i < d.size(); i += 3) {
-    uint32_t v = uint32_t{d[i]} << 16 | (i + 1 < d.size() ? uint32_t{d[i + 1]} << 8 : 0) | (i + 2 < d.size() ? d[i + 2] : 0);
+    uint32_t v =
+        uint32_t{d[i]} << 16 | (i + 1 < d.size() ? uint32_t{d[i + 1]} << 8 : 0) | (i + 2 < d.size() ? d[i + 2] : 0);
     out += kAlphabet[v >> 18 & 63];
     out += kAlphabet[v >> 12 & 63];
     out += i + 1 < d.size() ? kAlphabet[v >> 6 & 63] : '=';
@@ -136,8 +137,8 @@ std::string render_page(std::string_view title, std::string_view file, const std
   app = lf_only(app);
   const std::string chartjs = lf_only(a.chartjs), css = lf_only(a.css);
   // No inline script or style runs but these, whatever the data holds: no 'unsafe-inline'.
-  const std::string csp = "default-src 'none'; script-src " + csp_hash(chartjs) + " " + csp_hash(app) +
-                          "; style-src " + csp_hash(css) + "; img-src data:; base-uri 'none'; form-action 'none'";
+  const std::string csp = "default-src 'none'; script-src " + csp_hash(chartjs) + " " + csp_hash(app) + "; style-src " +
+                          csp_hash(css) + "; img-src data:; base-uri 'none'; form-action 'none'";
   const std::string data = gzip_base64(data_json);
   const std::string generator = "perf-monitor " PERF_MONITOR_VERSION;
   // One pass over the template, so nothing inserted is searched for markers again.

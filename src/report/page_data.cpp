@@ -75,7 +75,8 @@ void append_histogram_series(std::string& out, const Series& s, size_t n) {
     fmt::format_to(std::back_inserter(out), ",\"bl\":{}", s.lengths.empty() ? 0 : s.lengths[0]);
   } else {
     out += ",\"bls\":[";
-    for (size_t k = 0; k < s.lengths.size(); ++k) fmt::format_to(std::back_inserter(out), "{}{}", k ? "," : "", s.lengths[k]);
+    for (size_t k = 0; k < s.lengths.size(); ++k)
+      fmt::format_to(std::back_inserter(out), "{}{}", k ? "," : "", s.lengths[k]);
     out += ']';
   }
   std::string a = absent_of(s, n);

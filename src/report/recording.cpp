@@ -275,9 +275,10 @@ class Reader {
       }
       if (e.kind == LineError::kNumber) return fail(fmt::format("{}:{}: {}", rec_.path, line_no_, e.message));
       if (known_ == 0) {
-        return fail(fmt::format("{} is not JSON Lines: line {} is not JSON (\"{}\"); write one with "
-                                "`perf-monitor run --format json -o FILE -- ...`",
-                                rec_.path, line_no_, shorten(line)));
+        return fail(
+            fmt::format("{} is not JSON Lines: line {} is not JSON (\"{}\"); write one with "
+                        "`perf-monitor run --format json -o FILE -- ...`",
+                        rec_.path, line_no_, shorten(line)));
       }
       if (!complete) {
         rec_.warnings.push_back(
@@ -298,8 +299,8 @@ class Reader {
 
   // A line longer than kMaxLineBytes, never read whole.
   bool too_long() {
-    return fail(fmt::format("{}:{}: the line is longer than {} MiB: not a perf-monitor record", rec_.path,
-                            line_no_ + 1, kMaxLineBytes >> 20));
+    return fail(fmt::format("{}:{}: the line is longer than {} MiB: not a perf-monitor record", rec_.path, line_no_ + 1,
+                            kMaxLineBytes >> 20));
   }
 
   Result<Recording> finish();
@@ -419,14 +420,16 @@ Result<Recording> Reader::finish() {
   }
   if (rec.intervals.rows() == 0) rec.warnings.push_back("no interval records: there is no timeline to draw");
   if (rec.intervals.dropped() > 0) {
-    rec.warnings.push_back(fmt::format("the interval records hold more than {} different paths: {} values of the "
-                                       "others are left out",
-                                       kMaxSeries, rec.intervals.dropped()));
+    rec.warnings.push_back(
+        fmt::format("the interval records hold more than {} different paths: {} values of the "
+                    "others are left out",
+                    kMaxSeries, rec.intervals.dropped()));
   }
   if (other_function_spans_ > 0) {
-    rec.warnings.push_back(fmt::format("spans of more than {} functions: {} spans of the others are totalled as "
-                                       "\"{}\"",
-                                       kMaxFunctions, other_function_spans_, kOtherFunctions));
+    rec.warnings.push_back(
+        fmt::format("spans of more than {} functions: {} spans of the others are totalled as "
+                    "\"{}\"",
+                    kMaxFunctions, other_function_spans_, kOtherFunctions));
   }
   if (large_spans_ > 0) {
     rec.warnings.push_back(fmt::format("{} spans of more than {} values are counted in the totals but not kept",

@@ -150,8 +150,7 @@ int report_one(const ReportOptions& o) {
   }
   std::string page = render_page(title, from_stdin ? "standard input" : o.files[0], data);
   if (!write_output(out, page, &status)) return status;
-  if (out != "-")
-    say(fmt::format("wrote {} ({:.1f} MiB)", out, static_cast<double>(page.size()) / (1 << 20)));
+  if (out != "-") say(fmt::format("wrote {} ({:.1f} MiB)", out, static_cast<double>(page.size()) / (1 << 20)));
   return 0;
 }
 

@@ -127,8 +127,9 @@ void check(const Ran& r, double input_mb, const std::string& what) {
 
 const std::string kHeader = R"({"type":"header","schema_version":1,"mode":"run","command":["x"]})"
                             "\n";
-const std::string kSummary = R"({"type":"summary","mode":"run","exit_code":0,"duration_s":1.5,"proc_cpu_user_seconds":0.5})"
-                             "\n";
+const std::string kSummary =
+    R"({"type":"summary","mode":"run","exit_code":0,"duration_s":1.5,"proc_cpu_user_seconds":0.5})"
+    "\n";
 
 // Made one at a time and freed before perf-monitor runs: a forked child's peak RSS counts the
 // pages it shared with this process before exec.
@@ -150,7 +151,8 @@ std::string nest(size_t depth, const char* open, const char* close, const std::s
 
 std::vector<Hostile> hostile_files() {
   std::vector<Hostile> out;
-  out.push_back({"12,000 nested arrays in an interval", [] { return kHeader + nest(12000, "[", "]", "interval") + kSummary; }});
+  out.push_back(
+      {"12,000 nested arrays in an interval", [] { return kHeader + nest(12000, "[", "]", "interval") + kSummary; }});
   out.push_back({"12,000 nested objects in an interval",
                  [] { return kHeader + nest(12000, R"({"a":)", "}", "interval") + kSummary; }});
   out.push_back({"a summary nested 40,000 deep", [] { return kHeader + nest(40000, R"({"b":)", "}", "summary"); }});
@@ -159,13 +161,15 @@ std::vector<Hostile> hostile_files() {
                    for (int i = 0; i < 1000000; ++i) wide += fmt::format(R"(,"k{}":1)", i);
                    return wide + "}\n" + kSummary;
                  }});
-  out.push_back({"200,000 keys in a summary", [] {
+  out.push_back({"200,000 keys in a summary",
+                 [] {
                    std::string wide = kHeader + R"({"type":"summary","exit_code":0)";
                    for (int i = 0; i < 200000; ++i) wide += fmt::format(R"(,"k{}_seconds":{})", i, i % 7);
                    return wide + "}\n";
                  },
                  ""});
-  out.push_back({"4,000 records x 25 new keys", [] {
+  out.push_back({"4,000 records x 25 new keys",
+                 [] {
                    std::string sparse = kHeader;
                    for (int r = 0; r < 4000; ++r) {
                      sparse += R"({"type":"interval","interval_s":1,"m":{)";
@@ -180,23 +184,32 @@ std::vector<Hostile> hostile_files() {
 #else
   const int n_spans = 300000;
 #endif
-  out.push_back({fmt::format("{} spans of distinct functions", n_spans), [n_spans] {
-                   std::string spans = kHeader;
-                   for (int i = 0; i < n_spans; ++i) {
-                     spans += fmt::format(R"({{"type":"span","function":"fn{}","latency_s":0.001,"on_cpu_s":0.0005}})",
-                                          i) +
-                              "\n";
-                   }
-                   return spans + kSummary;
-                 },
-                 "spans of more than 1000 functions"});
-  out.push_back({"1e400 in an interval", [] { return kHeader + R"({"type":"interval","interval_s":1e400})" "\n" + kSummary; }});
+  out.push_back(
+      {fmt::format("{} spans of distinct functions", n_spans),
+       [n_spans] {
+         std::string spans = kHeader;
+         for (int i = 0; i < n_spans; ++i) {
+           spans += fmt::format(R"({{"type":"span","function":"fn{}","latency_s":0.001,"on_cpu_s":0.0005}})", i) + "\n";
+         }
+         return spans + kSummary;
+       },
+       "spans of more than 1000 functions"});
+  out.push_back({"1e400 in an interval", [] {
+                   return kHeader +
+                          R"({"type":"interval","interval_s":1e400})"
+                          "\n" +
+                          kSummary;
+                 }});
   out.push_back({"a 400-digit integer in a summary",
                  [] { return kHeader + R"({"type":"summary","x":)" + std::string(400, '9') + "}\n"; }});
-  out.push_back({"huge exponents everywhere", [] {
-                   return kHeader + R"({"type":"interval","a":1e308,"b":-1e308})" "\n" +
-                          R"({"type":"summary","a":1e308,"b":1e308,"c":{"count":1e308,"sum":1e308,"bucket_base":1e308,"buckets":[1e308,1e308]}})" "\n";
-                 }});
+  out.push_back(
+      {"huge exponents everywhere", [] {
+         return kHeader +
+                R"({"type":"interval","a":1e308,"b":-1e308})"
+                "\n" +
+                R"({"type":"summary","a":1e308,"b":1e308,"c":{"count":1e308,"sum":1e308,"bucket_base":1e308,"buckets":[1e308,1e308]}})"
+                "\n";
+       }});
   return out;
 }
 
@@ -207,7 +220,10 @@ std::string write_temp(const std::string& text, const std::string& suffix) {
 }
 
 TEST(ReportHostile, FilesEndCleanlyWithinTimeAndMemory) {
-  std::string good = write_temp(kHeader + R"({"type":"interval","interval_s":1,"cpu":{"u":1}})" "\n" + kSummary,
+  std::string good = write_temp(kHeader +
+                                    R"({"type":"interval","interval_s":1,"cpu":{"u":1}})"
+                                    "\n" +
+                                    kSummary,
                                 "-good.jsonl");
   for (const Hostile& h : hostile_files()) {
     std::string path = write_temp(h.make(), ".jsonl"), html = temp_base() + ".html";
@@ -230,7 +246,11 @@ TEST(ReportHostile, FilesEndCleanlyWithinTimeAndMemory) {
 }
 
 TEST(ReportHostile, NumbersBeyondADoubleAreOneClearLine) {
-  std::string path = write_temp(kHeader + R"({"type":"interval","interval_s":1e400})" "\n" + kSummary, ".jsonl");
+  std::string path = write_temp(kHeader +
+                                    R"({"type":"interval","interval_s":1e400})"
+                                    "\n" +
+                                    kSummary,
+                                ".jsonl");
   Ran r = run({path, "-o", temp_base() + ".html"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find(":2: the number 1e400 is beyond the range of a double"), std::string::npos) << r.err;
@@ -261,8 +281,12 @@ TEST(ReportHostile, DevicesAndFifosAreRefused) {
   }
   // A pipe as standard input is read: a whole recording through it makes a page.
   std::string html = temp_base() + ".html";
-  std::string text = kHeader + R"({"type":"interval","interval_s":1,"cpu":{"u":1}})" "\n" + kSummary;
-  Ran p = run({"-", "-o", html}, "", [&](int fd) { EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size())); });
+  std::string text = kHeader +
+                     R"({"type":"interval","interval_s":1,"cpu":{"u":1}})"
+                     "\n" +
+                     kSummary;
+  Ran p = run({"-", "-o", html}, "",
+              [&](int fd) { EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size())); });
   EXPECT_EQ(p.exit_code, 0) << p.err;
   EXPECT_TRUE(std::filesystem::exists(html));
   std::filesystem::remove(html);

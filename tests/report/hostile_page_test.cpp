@@ -49,33 +49,44 @@ Ordered poison() {
 }
 
 Ordered histogram(double scale) {
-  return {{"count", 3 * scale}, {"sum", 0.01}, {"p50", 1e-6}, {"bucket_base", 1e-9},
+  return {{"count", 3 * scale},
+          {"sum", 0.01},
+          {"p50", 1e-6},
+          {"bucket_base", 1e-9},
           {"buckets", {0, 1 * scale, 2 * scale, 0}}};
 }
 
 std::vector<Ordered> records() {
   const Ordered kPoison = poison();
   std::vector<Ordered> out;
-  Ordered header = {{"type", "header"},        {"schema_version", 1},       {"mode", "run"},
-                    {"command", kMarkup},      {"host", kMarkup[0]},        {"kernel", kMarkup[1]},
-                    {"arch", kMarkup[2]},      {"cpu_model", kMarkup[3]},   {"cpus", 2},
-                    {"perf_monitor_version", kMarkup[4]}, {"start", "2026-11-30T00:00:00Z"}, {"interval_s", 1}};
+  Ordered header = {{"type", "header"},
+                    {"schema_version", 1},
+                    {"mode", "run"},
+                    {"command", kMarkup},
+                    {"host", kMarkup[0]},
+                    {"kernel", kMarkup[1]},
+                    {"arch", kMarkup[2]},
+                    {"cpu_model", kMarkup[3]},
+                    {"cpus", 2},
+                    {"perf_monitor_version", kMarkup[4]},
+                    {"start", "2026-11-30T00:00:00Z"},
+                    {"interval_s", 1}};
   for (auto& [k, v] : kPoison.items()) header[k] = v;
   header["unavailable"] = poison();
   header["unavailable"][kMarkup[0]] = kMarkup[1];
   out.push_back(header);
   for (int i = 0; i < 6; ++i) {
-    Ordered rec = {{"type", "interval"}, {"timestamp", "2026-11-30T00:00:0" + std::to_string(i + 1) + "Z"},
-                   {"interval_s", 1}};
+    Ordered rec = {
+        {"type", "interval"}, {"timestamp", "2026-11-30T00:00:0" + std::to_string(i + 1) + "Z"}, {"interval_s", 1}};
     rec["cpu"]["utilisation_percent"]["all"] = {{"user", 10 + i}, {"system", 5}, {"idle", 85 - i}};
     rec["cpu"]["utilisation_percent"]["0"] = {{"user", 10 + i}, {"idle", 90 - i}};
     for (const std::string& m : kMarkup) {
-      rec["cgroup"]["cpu_percent"][m] = i;            // a cgroup named with markup
+      rec["cgroup"]["cpu_percent"][m] = i;                           // a cgroup named with markup
       rec["process"]["rss_bytes"][m]["__proto__"] = 4096 * (i + 1);  // a process name, and a label
     }
     for (auto& [k, v] : kPoison.items()) {
-      rec[k] = v;                              // a section
-      rec["cpu"][k] = v;                       // a metric
+      rec[k] = v;                                            // a section
+      rec["cpu"][k] = v;                                     // a metric
       rec["cpu"]["utilisation_percent"][k] = {{"user", i}};  // a label
     }
     rec["scheduler"]["runq_latency_seconds"] = histogram(i + 1);
@@ -89,14 +100,18 @@ std::vector<Ordered> records() {
   int id = 0;
   for (const std::string& fn : functions) {
     for (int k = 0; k < 3; ++k) {
-      Ordered span = {{"type", "span"},        {"function", fn},  {"request_id", kMarkup[id % kMarkup.size()]},
-                      {"start", "2026-11-30T00:00:02Z"}, {"latency_s", 0.001 * (k + 1)}, {"on_cpu_s", 0.0005}};
+      Ordered span = {{"type", "span"},
+                      {"function", fn},
+                      {"request_id", kMarkup[id % kMarkup.size()]},
+                      {"start", "2026-11-30T00:00:02Z"},
+                      {"latency_s", 0.001 * (k + 1)},
+                      {"on_cpu_s", 0.0005}};
       for (auto& [pk, pv] : kPoison.items()) span[pk] = pv;
       out.push_back(span);
       ++id;
     }
   }
-  Ordered summary = {{"type", "summary"}, {"mode", "run"}, {"exit_code", 0}, {"duration_s", 6.0},
+  Ordered summary = {{"type", "summary"},        {"mode", "run"},     {"exit_code", 0}, {"duration_s", 6.0},
                      {"end_reason", kMarkup[0]}, {"command", kMarkup}};
   for (auto& [k, v] : kPoison.items()) summary[k] = v;
   for (const std::string& fn : functions) {

@@ -52,7 +52,7 @@ TEST(Recording, IntervalsBecomeSeriesByPathAndHistogramsByShape) {
   EXPECT_EQ(user->value_at(2), Json(30.5));
 
   const Series* disk = find(rec->intervals, {"block_io", "requests", "vda"});
-  ASSERT_NE(disk, nullptr);  // present in the second record only
+  ASSERT_NE(disk, nullptr);     // present in the second record only
   EXPECT_EQ(disk->size(), 1u);  // stored sparse: no cell for the records without it
   EXPECT_FALSE(disk->value_at(0));
   EXPECT_EQ(disk->value_at(1), Json(2));
