@@ -30,6 +30,10 @@ void collect(const Json& j, const std::string& prefix, RunFigures& out) {
       return;
     }
     if (prefix.empty() && is_identity(key)) continue;
+    if (prefix.size() + key.size() > kMaxPathBytes) {
+      ++out.long_names;
+      continue;
+    }
     std::string name = prefix;
     if (!name.empty()) name += '.';
     name += key;
@@ -190,6 +194,12 @@ Comparison compare_runs(const std::vector<RunFigures>& base, const std::vector<R
   }
   for (const auto* side : {&base, &next}) {
     for (const RunFigures& r : *side) {
+      if (r.long_names > 0) {
+        c.warnings.push_back(
+            fmt::format("{}: {} figures of its summary have names longer than {} bytes and are "
+                        "not compared",
+                        r.file, r.long_names, kMaxPathBytes));
+      }
       if (r.truncated) {
         c.warnings.push_back(fmt::format("{}: its summary holds more than {} figures; the others are not compared",
                                          r.file, kMaxFigures));

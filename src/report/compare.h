@@ -22,6 +22,7 @@ struct RunFigures {
   std::vector<std::pair<std::string, double>> figures;  // in the summary's order
   std::map<std::string, Json> histograms;
   bool truncated = false;  // the summary held more than kMaxFigures figures
+  size_t long_names = 0;   // figures left out: names longer than kMaxPathBytes
 };
 
 // Figures per run: a summary of perf-monitor holds hundreds; beyond this it is not one, and

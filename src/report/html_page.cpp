@@ -127,7 +127,7 @@ std::string html_escape(std::string_view text) {
   return out;
 }
 
-std::string render_page(std::string_view title, std::string_view file, const std::string& data_json) {
+std::string render_page(std::string_view title, std::string_view file, std::string data_json) {
   const Assets& a = assets();
   std::string app;
   for (std::string_view js : {a.common_js, a.heatmap_js, a.report_js, a.compare_js, a.main_js}) {
@@ -140,6 +140,7 @@ std::string render_page(std::string_view title, std::string_view file, const std
   const std::string csp = "default-src 'none'; script-src " + csp_hash(chartjs) + " " + csp_hash(app) + "; style-src " +
                           csp_hash(css) + "; img-src data:; base-uri 'none'; form-action 'none'";
   const std::string data = gzip_base64(data_json);
+  std::string().swap(data_json);  // the page is built without it: memory stays near the file's size
   const std::string generator = "perf-monitor " PERF_MONITOR_VERSION;
   // One pass over the template, so nothing inserted is searched for markers again.
   std::string out;

@@ -11,6 +11,6 @@ namespace pm::report {
 std::string html_escape(std::string_view text);
 
 // title and file are plain text (escaped here); data is the page's JSON (page_data.h).
-std::string render_page(std::string_view title, std::string_view file, const std::string& data_json);
+std::string render_page(std::string_view title, std::string_view file, std::string data_json);
 
 }  // namespace pm::report

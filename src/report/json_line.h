@@ -18,8 +18,8 @@ inline constexpr size_t kMaxDepth = 64;
 // Values (scalars, objects and arrays) in one line. perf-monitor's widest records hold a few
 // thousand; the bound keeps one line's tree within tens of MiB.
 inline constexpr size_t kMaxValuesPerLine = 250000;
-// Bytes in one line (and so in one record).
-inline constexpr size_t kMaxLineBytes = size_t{64} << 20;
+// Bytes in one line (and so in one record): perf-monitor's are kilobytes.
+inline constexpr size_t kMaxLineBytes = size_t{16} << 20;
 
 struct LineError {
   enum Kind { kNone, kSyntax, kLimit, kNumber } kind = kNone;

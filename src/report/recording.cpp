@@ -20,11 +20,10 @@
 namespace pm::report {
 namespace {
 
-// Length-prefixed parts: a key holding the separator cannot alias another path.
-std::string key_of(const std::vector<std::string>& path, bool histogram) {
-  std::string k = histogram ? "h" : "v";
-  for (const std::string& p : path) fmt::format_to(std::back_inserter(k), "{}:{}", p.size(), p);
-  return k;
+// A path's key in the index: length-prefixed parts, so that a part holding a separator cannot
+// alias another path. Built along the walk, a part at a time.
+void push_key(std::string& key, const std::string& part) {
+  fmt::format_to(std::back_inserter(key), "{}:{}", part.size(), part);
 }
 
 // A cell's JSON text: numbers as the shortest text that reads back the same double.
@@ -202,15 +201,24 @@ std::optional<std::vector<double>> Series::buckets_at(size_t row) const {
   return out;
 }
 
-Series* SeriesTable::at(const std::vector<std::string>& path, bool histogram) {
-  std::string k = key_of(path, histogram);
-  auto it = index_.find(k);
-  if (it != index_.end()) return &series_[it->second];
+Series* SeriesTable::at(const std::vector<std::string>& path, std::string& key, bool histogram) {
+  if (key.size() > kMaxPathBytes) {
+    ++long_paths_;
+    return nullptr;
+  }
+  key += histogram ? 'h' : 'v';
+  auto it = index_.find(key);
+  if (it != index_.end()) {
+    key.pop_back();
+    return &series_[it->second];
+  }
   if (series_.size() >= kMaxSeries) {
+    key.pop_back();
     ++dropped_;
     return nullptr;
   }
-  index_.emplace(std::move(k), series_.size());
+  index_.emplace(key, series_.size());
+  key.pop_back();
   Series& s = series_.emplace_back();
   s.path = path;
   s.histogram = histogram;
@@ -218,11 +226,13 @@ Series* SeriesTable::at(const std::vector<std::string>& path, bool histogram) {
 }
 
 // Recursion is bounded: json_line.h keeps every record within kMaxDepth levels.
-void SeriesTable::walk(const Json& j, std::vector<std::string>& path) {
-  for (const auto& [key, value] : j.items()) {
-    path.push_back(key);
+void SeriesTable::walk(const Json& j, std::vector<std::string>& path, std::string& key) {
+  const size_t key_size = key.size();
+  for (const auto& [part, value] : j.items()) {
+    path.push_back(part);
+    push_key(key, part);
     if (is_histogram(value)) {
-      if (Series* h = at(path, true)) {
+      if (Series* h = at(path, key, true)) {
         put_buckets(*h, rows_, value["buckets"]);
         for (const auto& field : value.items()) {
           const std::string& name = field.key();
@@ -236,18 +246,24 @@ void SeriesTable::walk(const Json& j, std::vector<std::string>& path) {
         }
       }
     } else if (value.is_object() && !value.empty()) {
-      walk(value, path);
-    } else if (Series* s = at(path, false)) {
+      if (key.size() <= kMaxPathBytes) {
+        walk(value, path, key);
+      } else {
+        ++long_paths_;
+      }
+    } else if (Series* s = at(path, key, false)) {
       put(*s, rows_, value);
     }
     path.pop_back();
+    key.resize(key_size);
   }
 }
 
 void SeriesTable::add(const Json& record) {
   if (rows_ >= std::numeric_limits<uint32_t>::max()) return;
   std::vector<std::string> path;
-  walk(record, path);
+  std::string key;
+  walk(record, path, key);
   ++rows_;
 }
 
@@ -419,6 +435,12 @@ Result<Recording> Reader::finish() {
     rec.warnings.push_back("no summary record: the run did not finish (killed, or still running)");
   }
   if (rec.intervals.rows() == 0) rec.warnings.push_back("no interval records: there is no timeline to draw");
+  if (rec.intervals.long_paths() > 0) {
+    rec.warnings.push_back(
+        fmt::format("{} values (or objects) of the interval records lie at paths longer than {} "
+                    "bytes: they are left out",
+                    rec.intervals.long_paths(), kMaxPathBytes));
+  }
   if (rec.intervals.dropped() > 0) {
     rec.warnings.push_back(
         fmt::format("the interval records hold more than {} different paths: {} values of the "

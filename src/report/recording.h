@@ -60,6 +60,8 @@ struct Series {
 inline constexpr size_t kMaxSeries = 20000;
 inline constexpr size_t kMaxHistogramFields = 32;
 inline constexpr size_t kMaxBuckets = 1024;
+// Bytes of a path's names together (a cgroup path is one name): each series keeps its path.
+inline constexpr size_t kMaxPathBytes = 4096;
 
 // The records of one type as columns, in the order their paths first appeared.
 class SeriesTable {
@@ -69,12 +71,14 @@ class SeriesTable {
   [[nodiscard]] const std::vector<Series>& series() const { return series_; }
   // Leaves (and histogram fields) left out because the table had kMaxSeries paths already.
   [[nodiscard]] uint64_t dropped() const { return dropped_; }
+  // Leaves (or objects) left out because their path is longer than kMaxPathBytes.
+  [[nodiscard]] uint64_t long_paths() const { return long_paths_; }
 
  private:
-  void walk(const Json& j, std::vector<std::string>& path);
-  Series* at(const std::vector<std::string>& path, bool histogram);
+  void walk(const Json& j, std::vector<std::string>& path, std::string& key);
+  Series* at(const std::vector<std::string>& path, std::string& key, bool histogram);
   size_t rows_ = 0;
-  uint64_t dropped_ = 0;
+  uint64_t dropped_ = 0, long_paths_ = 0;
   std::vector<Series> series_;
   std::unordered_map<std::string, size_t> index_;
 };

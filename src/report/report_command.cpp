@@ -128,7 +128,8 @@ int report_one(const ReportOptions& o) {
   int status = 0;
   if (o.format == "json") {
     std::string out = o.output.empty() ? "-" : o.output;
-    write_output(out, data + "\n", &status);
+    data += '\n';
+    write_output(out, data, &status);
     return status;
   }
   std::string out = o.output.empty() ? default_output(o.files[0]) : o.output;
@@ -148,7 +149,8 @@ int report_one(const ReportOptions& o) {
     while (cut > 0 && (static_cast<unsigned char>(title[cut]) & 0xc0) == 0x80) --cut;  // not inside a character
     title = title.substr(0, cut) + "...";
   }
-  std::string page = render_page(title, from_stdin ? "standard input" : o.files[0], data);
+  { Recording done = std::move(*rec); }  // freed before the page is made: its data is in `data`
+  std::string page = render_page(title, from_stdin ? "standard input" : o.files[0], std::move(data));
   if (!write_output(out, page, &status)) return status;
   if (out != "-") say(fmt::format("wrote {} ({:.1f} MiB)", out, static_cast<double>(page.size()) / (1 << 20)));
   return 0;
@@ -196,7 +198,7 @@ int compare(const ReportOptions& o) {
     data.insert(1, "\"kind\":\"compare\",\"format\":1,");
     std::string page =
         render_page("perf-monitor comparison",
-                    fmt::format("{} base and {} new runs", c.base_files.size(), c.new_files.size()), data);
+                    fmt::format("{} base and {} new runs", c.base_files.size(), c.new_files.size()), std::move(data));
     if (!write_output(out, page, &status)) return status;
     say(fmt::format("wrote {}", out));
   }

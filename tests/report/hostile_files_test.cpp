@@ -37,12 +37,15 @@ constexpr double kSeconds = 40;
 constexpr double kSlackMb = 0;
 constexpr double kSeconds = 10;
 #endif
+// Other builds and tests share the CPUs: the wall clock may stretch this much.
+constexpr double kLoadFactor = 3;
 
 struct Ran {
   bool signalled = false;
   int signal = 0;
   int exit_code = -1;
-  double seconds = 0;
+  double seconds = 0;      // wall clock
+  double cpu_seconds = 0;  // user + system: what it cost, whatever else the machine runs
   double max_rss_mb = 0;
   std::string out, err;
 };
@@ -89,7 +92,9 @@ Ran run(const std::vector<std::string>& args, const std::string& stdin_path = "/
   while (true) {
     pid_t got = ::wait4(pid, &status, WNOHANG, &ru);
     if (got == pid) break;
-    if (std::chrono::steady_clock::now() - start > std::chrono::duration<double>(2 * kSeconds)) ::kill(pid, SIGKILL);
+    if (std::chrono::steady_clock::now() - start > std::chrono::duration<double>(2 * kLoadFactor * kSeconds)) {
+      ::kill(pid, SIGKILL);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -98,6 +103,8 @@ Ran run(const std::vector<std::string>& args, const std::string& stdin_path = "/
   r.signal = r.signalled ? WTERMSIG(status) : 0;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.max_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024;  // KiB on Linux
+  r.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                  static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   r.err = slurp(err_path);
   r.out = slurp(out_path);
   std::filesystem::remove(err_path);
@@ -107,13 +114,17 @@ Ran run(const std::vector<std::string>& args, const std::string& stdin_path = "/
 
 // The bounds every hostile input must keep. `input_mb`: the bytes it had to read.
 void check(const Ran& r, double input_mb, const std::string& what) {
-  std::cout << fmt::format("[ INFO     ] {}: exit {}, {:.2f} s, {:.0f} MB peak RSS (input {:.1f} MB): {}", what,
-                           r.signalled ? -r.signal : r.exit_code, r.seconds, r.max_rss_mb, input_mb,
-                           r.err.substr(0, r.err.find('\n')).substr(0, 160))
+  std::cout << fmt::format(
+                   "[ INFO     ] {}: exit {}, {:.2f} s ({:.2f} s CPU), {:.0f} MB peak RSS (input {:.1f} MB): {}", what,
+                   r.signalled ? -r.signal : r.exit_code, r.seconds, r.cpu_seconds, r.max_rss_mb, input_mb,
+                   r.err.substr(0, r.err.find('\n')).substr(0, 160))
             << "\n";
   EXPECT_FALSE(r.signalled) << what << ": killed by signal " << r.signal << "\n" << r.err;
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << what << ": exit " << r.exit_code << "\n" << r.err;
-  EXPECT_LT(r.seconds, kSeconds) << what;
+  // The CPU it took within the bound; the wall clock within a loaded machine's share of it (a
+  // hang shows either way: the child is killed at twice the wall bound).
+  EXPECT_LT(r.cpu_seconds, kSeconds) << what;
+  EXPECT_LT(r.seconds, kSeconds * kLoadFactor) << what;
   EXPECT_LT(r.max_rss_mb, 4 * input_mb + 100 + kSlackMb) << what;
   EXPECT_EQ(r.err.find("json.exception.out_of_range"), std::string::npos) << what << ": " << r.err;
   EXPECT_EQ(r.err.find("terminate"), std::string::npos) << what << ": " << r.err;
@@ -194,6 +205,32 @@ std::vector<Hostile> hostile_files() {
          return spans + kSummary;
        },
        "spans of more than 1000 functions"});
+  out.push_back({"a key of 8 MB over 20,000 leaves, in an interval and a summary",
+                 [] {
+                   std::string key(8 << 20, 'k'), leaves;
+                   for (int i = 0; i < 20000; ++i) leaves += fmt::format(R"({}"x{}":1)", i ? "," : "", i);
+                   return kHeader + R"({"type":"interval","interval_s":1,")" + key + R"(":{)" + leaves + "}}\n" +
+                          R"({"type":"summary","exit_code":0,")" + key + R"(":{)" + leaves + "}}\n";
+                 },
+                 "paths longer than 4096 bytes"});
+  // Strings that do not compress, 4 MB each, in the header, intervals and the summary: what the
+  // page carries grows with them, and the memory must not grow by more than a few times.
+  out.push_back({"incompressible 4 MB strings in every record",
+                 [] {
+                   std::string noise(4 << 20, 'a');
+                   uint64_t x = 0x9e3779b97f4a7c15;
+                   for (char& ch : noise) {
+                     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                     ch = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[x & 63];
+                   }
+                   std::string text = R"({"type":"header","schema_version":1,"host":")" + noise + "\"}\n";
+                   for (int i = 0; i < 2; ++i) {
+                     noise[i] = '#';
+                     text += R"({"type":"interval","interval_s":1,"s":")" + noise + "\"}\n";
+                   }
+                   return text + R"({"type":"summary","exit_code":0,"s":")" + noise + "\"}\n";
+                 },
+                 ""});
   out.push_back({"1e400 in an interval", [] {
                    return kHeader +
                           R"({"type":"interval","interval_s":1e400})"
@@ -310,9 +347,9 @@ TEST(ReportHostile, AGibLineIsRefusedWithoutHoldingIt) {
       written += static_cast<size_t>(n);
     }
   });
-  check(r, 100, "report - < a 1 GiB line");  // budget: the line bound it reads (64 MiB), not the GiB
+  check(r, 20, "report - < a 1 GiB line");  // budget: the line bound it reads (16 MiB), not the GiB
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("longer than 64 MiB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("longer than 16 MiB"), std::string::npos) << r.err;
   EXPECT_LT(written, kGiB) << "it read the whole line";
 
   std::string sparse = temp_base() + ".jsonl";
@@ -323,10 +360,10 @@ TEST(ReportHostile, AGibLineIsRefusedWithoutHoldingIt) {
     ::close(fd);
   }
   Ran s = run({sparse, "-o", temp_base() + ".html"});
-  check(s, 100, "report on a sparse 1 GiB file");
+  check(s, 20, "report on a sparse 1 GiB file");
   EXPECT_EQ(s.exit_code, 2);
   Ran c = run({"--compare", sparse, "--", sparse});
-  check(c, 100, "report --compare on a sparse 1 GiB file");
+  check(c, 20, "report --compare on a sparse 1 GiB file");
   std::filesystem::remove(sparse);
 }
 
