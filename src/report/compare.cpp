@@ -206,13 +206,13 @@ Comparison compare_runs(const std::vector<RunFigures>& base, const std::vector<R
       }
     }
   }
-  // Per run, each figure's value by name (the first of a repeated name): one look-up each.
+  // Per run, each figure's value by name: one look-up each.
   using Index = std::vector<std::unordered_map<std::string_view, double>>;
   auto index_of = [](const std::vector<RunFigures>& side) {
     Index out(side.size());
     for (size_t i = 0; i < side.size(); ++i) {
       out[i].reserve(side[i].figures.size());
-      for (const auto& [n, v] : side[i].figures) out[i].emplace(n, v);
+      for (const auto& [n, v] : side[i].figures) out[i].insert_or_assign(n, v);  // a repeated name: the last
     }
     return out;
   };

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "report/json_line.h"
 
-#include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -47,10 +45,8 @@ class BoundedBuilder {
   struct Frame {
     Json* j;
     std::string key;
-    // Built once an object is wide enough that a linear search for each key would cost.
-    std::unique_ptr<std::unordered_map<std::string, size_t>> index;
   };
-  static constexpr size_t kIndexFrom = 16;
+  static constexpr size_t kSearchedKeys = 64;
 
   bool limit(std::string why) {
     error_.kind = LineError::kLimit;
@@ -76,18 +72,12 @@ class BoundedBuilder {
     }
     // The vector under ordered_map: its operator[] and emplace search by key, linearly.
     Json::object_t::Container& o = f.j->get_ref<Json::object_t&>();
-    // A repeated key keeps its first place and its last value, as nlohmann's parser does.
-    if (f.index) {
-      auto [it, fresh] = f.index->try_emplace(f.key, o.size());
-      if (!fresh) return &(o[it->second].second = std::move(v));
-    } else {
+    // A repeated key keeps its first place and its last value, as nlohmann's parser does, in
+    // objects of perf-monitor's sizes. In a wider one (not perf-monitor's) a repeated key is
+    // kept as it comes, so that no key costs a search: the columns take its last value.
+    if (o.size() < kSearchedKeys) {
       for (auto& kv : o) {
         if (kv.first == f.key) return &(kv.second = std::move(v));
-      }
-      if (o.size() + 1 == kIndexFrom) {
-        f.index = std::make_unique<std::unordered_map<std::string, size_t>>();
-        for (size_t i = 0; i < o.size(); ++i) f.index->emplace(o[i].first, i);
-        f.index->emplace(f.key, o.size());
       }
     }
     o.emplace_back(std::move(f.key), std::move(v));
@@ -100,7 +90,7 @@ class BoundedBuilder {
     if (frames_.size() >= kMaxDepth) return limit(fmt::format("nests deeper than {} levels", kMaxDepth));
     Json* at = place(std::move(v));
     if (at == nullptr) return false;
-    frames_.push_back(Frame{at, {}, nullptr});
+    frames_.push_back(Frame{at, {}});
     return true;
   }
 

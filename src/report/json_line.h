@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // One line of a recording parsed into a Json within bounds, whatever the line holds: nesting,
-// values per line and keys per object are limited, a key is found in constant time however
-// wide its object (ordered_json's own insert searches linearly), and numbers beyond a double
-// are an error of their own. A recording comes from anywhere: CI artifacts, colleagues.
+// and values per line are limited, a key costs no search however wide its object (ordered_json's
+// own insert searches linearly: a repeated key of a wide object is kept as it comes), and
+// numbers beyond a double are an error of their own. A recording comes from anywhere: CI artifacts, colleagues.
 #pragma once
 
 #include <cstddef>

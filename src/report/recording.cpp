@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <limits>
 #include <queue>
 #include <random>
@@ -23,7 +24,11 @@ namespace {
 // A path's key in the index: length-prefixed parts, so that a part holding a separator cannot
 // alias another path. Built along the walk, a part at a time.
 void push_key(std::string& key, const std::string& part) {
-  fmt::format_to(std::back_inserter(key), "{}:{}", part.size(), part);
+  char digits[24];
+  auto end = std::to_chars(digits, digits + sizeof digits, part.size()).ptr;
+  key.append(digits, end);
+  key += ':';
+  key += part;
 }
 
 // A cell's JSON text: numbers as the shortest text that reads back the same double.
@@ -50,12 +55,23 @@ void append_cell(std::string& out, const Json& j) {
 }
 
 void put(Series& s, size_t row, const Json& value) {
+  if (!s.rows.empty() && s.rows.back() == row) {  // a key repeated in a wide object: the last value
+    s.rows.pop_back();
+    s.ends.pop_back();
+    s.text.resize(s.ends.empty() ? 0 : s.ends.back());
+  }
   s.rows.push_back(static_cast<uint32_t>(row));
   append_cell(s.text, value);
   s.ends.push_back(s.text.size());
 }
 
 void put_buckets(Series& h, size_t row, const Json& buckets) {
+  if (!h.rows.empty() && h.rows.back() == row) {
+    h.rows.pop_back();
+    h.ends.pop_back();
+    h.lengths.pop_back();
+    h.text.resize(h.ends.empty() ? 0 : h.ends.back());
+  }
   size_t lo = 0, hi = buckets.size();
   while (lo < hi && buckets[lo].get<double>() == 0) ++lo;
   while (hi > lo && buckets[hi - 1].get<double>() == 0) --hi;

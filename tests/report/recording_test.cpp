@@ -187,6 +187,44 @@ TEST(Recording, ManySpansKeepTheSlowestAndASampleAndCountThemAll) {
   EXPECT_TRUE(warned);
 }
 
+// A repeated key: its last value, in a small object (as nlohmann's parser keeps it) and in a
+// wide one (where no key is searched for: the columns take the last).
+TEST(Recording, RepeatedKeysGiveTheirLastValue) {
+  std::string wide;
+  for (int i = 0; i < 200; ++i) wide += fmt::format(R"("k{}":{},)", i % 100, i);
+  auto rec = parse_recording(kHeader + R"({"type":"interval","a":{"x":1,"x":2},"w":{)" + wide + R"("end":0}})" + "\n",
+                             "dup.jsonl");
+  ASSERT_TRUE(rec) << rec.error().message;
+  const Series* x = find(rec->intervals, {"a", "x"});
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->size(), 1u);
+  EXPECT_EQ(x->value_at(0), Json(2));
+  const Series* k7 = find(rec->intervals, {"w", "k7"});
+  ASSERT_NE(k7, nullptr);
+  EXPECT_EQ(k7->size(), 1u);
+  EXPECT_EQ(k7->value_at(0), Json(107));
+}
+
+// Beyond the bounds of a line: one message each, with the file and line.
+TEST(Recording, LinesBeyondTheBoundsAreErrors) {
+  std::string deep = R"({"type":"interval","a":)" + std::string(100, '[') + std::string(100, ']') + "}\n";
+  auto d = parse_recording(kHeader + deep, "deep.jsonl");
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("deep.jsonl:2: the line nests deeper than 64 levels"), std::string::npos)
+      << d.error().message;
+  auto n = parse_recording(kHeader + R"({"type":"interval","a":-1e999})" + "\n", "n.jsonl");
+  ASSERT_FALSE(n);
+  EXPECT_NE(n.error().message.find("n.jsonl:2: the number -1e999 is beyond the range of a double"), std::string::npos)
+      << n.error().message;
+  std::string many = R"({"type":"interval","a":[)";
+  for (int i = 0; i < 300000; ++i) many += "0,";
+  many += "0]}\n";
+  auto m = parse_recording(kHeader + many, "m.jsonl");
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find("m.jsonl:2: the line holds more than 250000 values"), std::string::npos)
+      << m.error().message;
+}
+
 TEST(Recording, MissingFileIsAnError) {
   auto rec = read_recording("/nonexistent/run.jsonl");
   ASSERT_FALSE(rec);
