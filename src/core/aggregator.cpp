@@ -150,7 +150,16 @@ std::vector<Aggregator::RatioValue> Aggregator::derive_ratios(Delta delta) const
   return out;
 }
 
+void Aggregator::forget_gone() {
+  auto gone = [](const Series& s) { return s.desc->transient && !s.iv_seen; };
+  if (std::none_of(series_.begin(), series_.end(), gone)) return;
+  series_.erase(std::remove_if(series_.begin(), series_.end(), gone), series_.end());
+  index_.clear();
+  for (size_t i = 0; i < series_.size(); ++i) index_.emplace(key_of(series_[i].desc, series_[i].labels), i);
+}
+
 IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {
+  forget_gone();
   IntervalRecord rec;
   rec.timestamp = WallClock::now();
   rec.seconds = std::chrono::duration<double>(now - last_close_).count();

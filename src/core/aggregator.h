@@ -73,6 +73,8 @@ class Aggregator {
   IntervalRecord close_interval(MonoClock::time_point now);
   // Totals since each series was first observed, gauge extrema over the run.
   [[nodiscard]] SummaryRecord summary(MonoClock::time_point now) const;
+  // Series held (each with its labels): bounded by what the sources still report.
+  [[nodiscard]] size_t series_count() const { return series_.size(); }
 
  private:
   struct Series {
@@ -89,6 +91,10 @@ class Aggregator {
     std::vector<uint64_t> first_buckets, last_buckets, close_buckets;
   };
   Series& series_for(const Sample& s);
+  // Transient series not read in the interval being closed (a cgroup removed, a process group
+  // renamed away) are dropped: what is kept is bounded by what is alive, and the summary has
+  // the rows still there at its end.
+  void forget_gone();
   void start(MonoClock::time_point now);
   static std::string key_of(const MetricDesc* d, const Labels& labels);
   struct RatioValue {

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/outside_text.h"
+
 namespace pm {
 
 inline std::optional<uint64_t> parse_u64(std::string_view s) {
@@ -52,16 +54,11 @@ inline std::string_view next_field(std::string_view& s) {
   return field;
 }
 
-// Printable ASCII only, every other byte '?': for names from outside (a process names itself,
-// an ELF file names its symbols, anyone names a file) on their way to a terminal, where an
-// escape sequence would act and invalid UTF-8 garble the line. One byte per byte: column widths hold.
-inline std::string printable(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c < 0x20 || c > 0x7e) c = '?';
-  }
-  return out;
-}
+// Printable ASCII only (printable_ascii, core/outside_text.h): for names from outside (a process
+// names itself, an ELF file names its symbols, anyone names a file) on their way to a terminal,
+// where an escape sequence would act and invalid UTF-8 garble the line. Each other character and
+// each invalid byte becomes one '?'.
+inline std::string printable(std::string_view s) { return printable_ascii(s); }
 
 // Levenshtein distance: how "did you mean" suggestions are ranked.
 inline size_t edit_distance(std::string_view a, std::string_view b) {

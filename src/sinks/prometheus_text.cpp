@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/outside_text.h"
 #include "core/version.h"
 #include "sinks/prometheus.h"
 
@@ -61,18 +62,24 @@ void append_number(std::string& out, double v) {
   }
 }
 
+// Label values come from outside (a process's own name, a cgroup directory any user may make):
+// one bad byte would make the whole exposition unparseable, so each is valid UTF-8 with no
+// control character (U+FFFD for either, as clean_utf8 in core/outside_text.h), then escaped as
+// the format asks. (Our own HELP text may break a line: written as \n there.)
 void append_escaped(std::string& out, std::string_view s, bool quote) {
-  for (char c : s) {
-    if (c == '\\') {
+  for_each_code_point(s, [&](char32_t cp, std::string_view bytes) {
+    if (cp == '\\') {
       out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '"' && quote) {
+    } else if (cp == '"' && quote) {
       out += "\\\"";
+    } else if (cp == '\n' && !quote) {
+      out += "\\n";
+    } else if (cp == kNotACodePoint || is_control(cp)) {
+      out += "\xEF\xBF\xBD";
     } else {
-      out += c;
+      out += bytes;
     }
-  }
+  });
 }
 
 // {k="v",...,extra_key="extra_value"}; nothing when there are no labels.

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "core/outside_text.h"
+
 namespace pm {
 namespace {
 

@@ -403,5 +403,35 @@ TEST(Aggregator, PassesOnTheBestSourceOfAQuantityAndNoDenominators) {
   ASSERT_NE(find(sum.values, ebpf), nullptr);
 }
 
+const MetricDesc kRow{"cgroup", "cpu_seconds", MetricKind::kCounter, Unit::kSeconds, "a row that comes and goes",
+                     {}, 0, true};
+
+TEST(Aggregator, TransientSeriesAreForgottenOnceGoneAfterTheirLastInterval) {
+  // 2,000 intervals, each with three names never seen before (processes renaming themselves):
+  // each name's last interval is reported, then it is dropped, so the series held stay at what
+  // is alive, never at what was ever seen.
+  Aggregator agg;
+  auto t = t0;
+  agg.observe({}, t);
+  size_t most = 0;
+  for (int i = 0; i < 2000; ++i) {
+    Samples s;
+    for (int k = 0; k < 3; ++k) s.push_back({&kRow, {{"group", "n" + std::to_string(i * 3 + k)}}, 1.0 + i, {}});
+    s.push_back(counter(i));  // a lasting series, kept throughout
+    t += seconds(1);
+    agg.observe(s, t);
+    IntervalRecord rec = agg.close_interval(t);
+    // The names of this interval are in its record (their last interval too), the older ones not.
+    ASSERT_NE(find(rec.values, kRow, {{"group", "n" + std::to_string(i * 3)}}), nullptr);
+    if (i > 0) {
+      ASSERT_EQ(find(rec.values, kRow, {{"group", "n" + std::to_string(i * 3 - 1)}}), nullptr);
+    }
+    most = std::max(most, agg.series_count());
+  }
+  EXPECT_LE(most, 4u);
+  ASSERT_NE(find(agg.close_interval(t + seconds(1)).values, kReqs), nullptr) << "the lasting series stays";
+  EXPECT_EQ(agg.series_count(), 1u);
+}
+
 }  // namespace
 }  // namespace pm

@@ -141,6 +141,31 @@ TEST_F(Exposition, Log2HistogramIsACumulativePrometheusHistogram) {
             "perf_monitor_probe_latency_seconds_count{" + l + "} 10\n");
 }
 
+TEST(PrometheusLabels, OutsideNamesBecomeValidUtf8WithoutControlCharacters) {
+  // Names any user chooses (prctl, mkdir): invalid UTF-8 (a lone 0xff 0xfe, an overlong '/', a
+  // surrogate, a truncated sequence at the end), ESC, BEL, tab, newline, DEL and C1: each a
+  // U+FFFD; valid UTF-8 ("é", "日") and the format's escapes kept.
+  const std::string r = "\xEF\xBF\xBD";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\xff\xfe" "bad", r + r + "bad"},
+      {"a\x1b]0;x\x07" "b", "a" + r + "]0;x" + r + "b"},
+      {"\xc0\xaf", r + r},
+      {"\xed\xa0\x80", r + r + r},
+      {"t\tn\nd\x7f" "c\xc2\x9b", "t" + r + "n" + r + "d" + r + "c" + r},
+      {"caf\xc3\xa9 \xe6\x97\xa5", "caf\xc3\xa9 \xe6\x97\xa5"},
+      {"q\"b\\", "q\\\"b\\\\"},
+      {"end\xe6\x97", "end" + r + r},
+  };
+  const MetricDesc desc{"cgroup", "processes", K::kGauge, Unit::kNone, "Live processes", {}, 0, true};
+  for (const auto& [raw, shown] : cases) {
+    Aggregator agg;
+    agg.observe({{&desc, {{"cgroup", raw}}, 1, {}}}, t0);
+    std::string text = render(agg.close_interval(t0 + seconds(1)));
+    EXPECT_NE(text.find("perf_monitor_cgroup_processes{cgroup=\"" + shown + "\"} 1\n"), std::string::npos)
+        << testing::PrintToString(raw) << "\n" << text;
+  }
+}
+
 TEST_F(Exposition, SelfMetrics) {
   EXPECT_NE(text_.find("perf_monitor_build_info{version=\""), std::string::npos);
   EXPECT_NE(text_.find(",mode=\"system\"} 1\n"), std::string::npos);

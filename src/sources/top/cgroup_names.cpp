@@ -11,7 +11,10 @@ CgroupNames::CgroupNames(std::string mount) : mount_(std::move(mount)) { walk();
 
 void CgroupNames::walk() {
   walked_ = std::chrono::steady_clock::now();
-  paths_.clear();
+  // What the last walk knew is kept a while for the ids this one no longer finds (removed since):
+  // a cgroup removed within an interval still names its last interval's rows.
+  std::unordered_map<uint64_t, std::string> before;
+  before.swap(paths_);
   namespace fs = std::filesystem;
   std::error_code ec;
   struct stat st {};
@@ -24,18 +27,32 @@ void CgroupNames::walk() {
     const std::string& full = it->path().native();
     paths_[st.st_ino] = full.size() > mount_.size() ? std::string(full, mount_.size()) : std::string("/");
   }
+  for (auto& [id, path] : before) {
+    if (paths_.count(id) == 0) removed_.try_emplace(id, Removed{std::move(path), readings_});
+  }
+}
+
+void CgroupNames::next_reading() {
+  ++readings_;
+  for (auto it = removed_.begin(); it != removed_.end();) {
+    it = readings_ - it->second.reading > kRemovedReadings ? removed_.erase(it) : std::next(it);
+  }
 }
 
 std::optional<std::string> CgroupNames::path(uint64_t id) {
   auto it = paths_.find(id);
   if (it != paths_.end()) return it->second;
+  if (auto r = removed_.find(id); r != removed_.end()) return r->second.path;
   auto now = std::chrono::steady_clock::now();
   if (unknown_.size() > 65536) unknown_.clear();  // bounded: an id forgotten here costs one more walk
   auto [u, first] = unknown_.try_emplace(id, now);
   if (!first && walked_ > u->second) return std::nullopt;  // a walk since it was first asked for: gone
   walk();
   it = paths_.find(id);
-  if (it == paths_.end()) return std::nullopt;
+  if (it == paths_.end()) {
+    if (auto r = removed_.find(id); r != removed_.end()) return r->second.path;
+    return std::nullopt;
+  }
   unknown_.erase(id);
   return it->second;
 }

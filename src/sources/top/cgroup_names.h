@@ -3,7 +3,9 @@
 // cgroup's id is its directory's inode. Walked again at once when an id is unknown and the last
 // walk is older than the first time it was asked for (a cgroup made since): each unknown id costs
 // one walk at most, and ids asked for together share it. An id still unknown after a walk that
-// began after it was first asked for is gone (ids are never reused).
+// began after it was first asked for is gone (ids are never reused). A cgroup a walk knew and
+// the next one does not find was removed: its name is kept for kRemovedReadings readings
+// (next_reading()), so that its last interval is still its own.
 #pragma once
 
 #include <chrono>
@@ -21,6 +23,9 @@ class CgroupNames {
   // (the cgroup is gone).
   std::optional<std::string> path(uint64_t id);
   [[nodiscard]] const std::string& mount() const { return mount_; }
+  // Called once per reading: ages the names of removed cgroups.
+  void next_reading();
+  static constexpr uint64_t kRemovedReadings = 2;
 
  private:
   void walk();
@@ -29,6 +34,12 @@ class CgroupNames {
   std::chrono::steady_clock::time_point walked_{};
   // Ids asked for and not found: when first asked for.
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> unknown_;
+  struct Removed {
+    std::string path;
+    uint64_t reading;  // when a walk first missed it
+  };
+  std::unordered_map<uint64_t, Removed> removed_;
+  uint64_t readings_ = 0;
 };
 
 // The first `depth` components of a cgroup path ("/a/b/c", 2 -> "/a/b"); the root stays "/".

@@ -16,6 +16,7 @@
 #include "core/aggregator.h"
 #include "core/cgroup.h"
 #include "core/file_reader.h"
+#include "core/outside_text.h"
 #include "core/output.h"
 #include "core/text.h"
 #include "core/text_layout.h"
@@ -369,6 +370,7 @@ void TopSource::collect(Samples& out) {
   s.read_ns_before = s.last_read_ns;
   s.last_read_ns = read_ns;
   ++s.readings;
+  s.names.next_reading();
 
   auto rec = std::make_shared<TopRecord>();
   rec->seconds = seconds;
@@ -582,42 +584,77 @@ void TopSource::collect(Samples& out) {
     }
     series.insert(series.end(), list->begin(), list->end());
   }
+  // A label value is the name made valid UTF-8 without control characters (clean_utf8): names
+  // that differ only in such bytes are one series, the sum of their rows.
+  struct Exported {
+    TopFigures f;
+    int procs = 0;
+    bool timed = false;  // a run-queue histogram for it (a cgroup row whose cgroups were timed)
+    State::Runq runq;
+  };
+  std::map<std::string, Exported> cgroup_out, group_out;
   for (const auto& [key, f] : series) {
     bool is_cgroup = key[0] == 'c';
-    std::string name = key.substr(1);
-    State::Row& row = (is_cgroup ? s.cgroup_rows : s.group_rows)[name];
-    row.user += f->user_s;
-    row.system += f->system_s;
-    row.total.runq += f->runq_s;
-    row.total.blocked += f->blocked_s;
-    row.total.read += f->read_bytes;
-    row.total.write += f->write_bytes;
-    row.total.faults += f->faults;
-    row.total.switches += f->switches;
-    Labels l{{is_cgroup ? "cgroup" : "group", name}};
-    auto add = [&](const MetricDesc& c, const MetricDesc& g, double v) {
-      out.push_back({is_cgroup ? &c : &g, l, v});
-    };
-    add(kCgroupUser, kGroupUser, row.user);
-    add(kCgroupSystem, kGroupSystem, row.system);
-    add(kCgroupRunq, kGroupRunq, row.total.runq);
-    add(kCgroupBlocked, kGroupBlocked, row.total.blocked);
-    add(kCgroupRead, kGroupRead, row.total.read);
-    add(kCgroupWrite, kGroupWrite, row.total.write);
-    add(kCgroupFaults, kGroupFaults, row.total.faults);
-    add(kCgroupSwitches, kGroupSwitches, row.total.switches);
-    int procs = is_cgroup ? cgroups[name].processes : group_procs[name];
-    add(kCgroupProcs, kGroupProcs, procs);
-    if (f->rss_bytes) add(kCgroupRss, kGroupRss, *f->rss_bytes);
-    // The row's run-queue histogram: a running sum of its intervals, as its other counters.
-    auto iv = runq_iv.find(name);
-    if (!is_cgroup || iv == runq_iv.end() || !cgroups[name].runq_read) continue;
-    State::Runq& total = s.runq_rows[name];
-    total.count += iv->second.count;
-    total.ns += iv->second.ns;
-    total.hist.resize(std::max(total.hist.size(), iv->second.hist.size()));
-    for (size_t b = 0; b < iv->second.hist.size(); ++b) total.hist[b] += iv->second.hist[b];
-    out.push_back({&s.runq_hist, l, static_cast<double>(total.ns) * 1e-9, total.hist});
+    std::string raw = key.substr(1);
+    Exported& e = (is_cgroup ? cgroup_out : group_out)[clean_utf8(raw)];
+    e.f.add(*f);
+    e.procs += is_cgroup ? cgroups[raw].processes : group_procs[raw];
+    auto iv = runq_iv.find(raw);
+    if (!is_cgroup || iv == runq_iv.end() || !cgroups[raw].runq_read) continue;
+    e.timed = true;
+    e.runq.count += iv->second.count;
+    e.runq.ns += iv->second.ns;
+    e.runq.hist.resize(std::max(e.runq.hist.size(), iv->second.hist.size()));
+    for (size_t b = 0; b < iv->second.hist.size(); ++b) e.runq.hist[b] += iv->second.hist[b];
+  }
+  for (bool is_cgroup : {true, false}) {
+    auto& exported = is_cgroup ? cgroup_out : group_out;
+    auto& rows_kept = is_cgroup ? s.cgroup_rows : s.group_rows;
+    for (const auto& [name, e] : exported) {
+      const TopFigures* f = &e.f;
+      State::Row& row = rows_kept[name];
+      row.user += f->user_s;
+      row.system += f->system_s;
+      row.total.runq += f->runq_s;
+      row.total.blocked += f->blocked_s;
+      row.total.read += f->read_bytes;
+      row.total.write += f->write_bytes;
+      row.total.faults += f->faults;
+      row.total.switches += f->switches;
+      Labels l{{is_cgroup ? "cgroup" : "group", name}};
+      auto add = [&](const MetricDesc& c, const MetricDesc& g, double v) {
+        out.push_back({is_cgroup ? &c : &g, l, v});
+      };
+      add(kCgroupUser, kGroupUser, row.user);
+      add(kCgroupSystem, kGroupSystem, row.system);
+      add(kCgroupRunq, kGroupRunq, row.total.runq);
+      add(kCgroupBlocked, kGroupBlocked, row.total.blocked);
+      add(kCgroupRead, kGroupRead, row.total.read);
+      add(kCgroupWrite, kGroupWrite, row.total.write);
+      add(kCgroupFaults, kGroupFaults, row.total.faults);
+      add(kCgroupSwitches, kGroupSwitches, row.total.switches);
+      add(kCgroupProcs, kGroupProcs, e.procs);
+      if (f->rss_bytes) add(kCgroupRss, kGroupRss, *f->rss_bytes);
+      // The row's run-queue histogram: a running sum of its intervals, as its other counters.
+      if (!e.timed) continue;
+      State::Runq& total = s.runq_rows[name];
+      total.count += e.runq.count;
+      total.ns += e.runq.ns;
+      total.hist.resize(std::max(total.hist.size(), e.runq.hist.size()));
+      for (size_t b = 0; b < e.runq.hist.size(); ++b) total.hist[b] += e.runq.hist[b];
+      out.push_back({&s.runq_hist, l, static_cast<double>(total.ns) * 1e-9, total.hist});
+    }
+    // A row not exported this interval (its cgroup removed, its processes gone or renamed, or
+    // over --max-series) is forgotten: what is kept is bounded by what is alive. Its last
+    // interval went out with the reading before; should it come back, its series start again
+    // from zero (a counter reset, which Prometheus's rate() expects).
+    for (auto it = rows_kept.begin(); it != rows_kept.end();) {
+      it = exported.count(it->first) == 0 ? rows_kept.erase(it) : std::next(it);
+    }
+  }
+  for (auto it = s.runq_rows.begin(); it != s.runq_rows.end();) {
+    auto e = cgroup_out.find(it->first);
+    it = e == cgroup_out.end() || !e->second.timed ? s.runq_rows.erase(it) : std::next(it);
   }
   auto [exits_dropped, cgroups_over] = object_->top_losses();
   out.push_back({&kDropped, {}, static_cast<double>(s.dropped)});
