@@ -606,3 +606,43 @@ int top_tasks(struct bpf_iter__task *ctx) {
   bpf_seq_write(ctx->meta->seq, &rec, sizeof rec);
   return 0;
 }
+
+// A process moved to another v2 cgroup (track_all): what its live threads had run until then
+// ran in the cgroup it left, which is where the kernel's own cpu.stat put it. The hook fires
+// once the move is done, once for the whole thread group; user space splits the process's
+// interval at each move. (Separate from tree_cgroup_attach: that one keeps a tree's scope.)
+struct {
+  __uint(type, BPF_MAP_TYPE_QUEUE);
+  __uint(max_entries, PM_MAX_MOVES);
+  __type(value, struct pm_move);
+} moves SEC(".maps");
+
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __weak __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __weak __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
+
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(top_cgroup_attach, struct cgroup *dst, const char *path, struct task_struct *task, bool threadgroup) {
+  if (!track_all || dst->root->hierarchy_id != 0) return 0;
+  struct pm_move m = {};
+  m.tgid = task->tgid;
+  m.leader_start_ns = task->group_leader->start_time;
+  m.cgroup_id = dst->kn->id;
+  m.at_ns = bpf_ktime_get_ns();
+  if (threadgroup) {
+    struct bpf_iter_task it;
+    struct task_struct *t;
+    bpf_iter_task_new(&it, task, BPF_TASK_ITER_PROC_THREADS);
+    while ((t = bpf_iter_task_next(&it))) {
+      if (!t->exit_state) m.on_cpu_ns += t->se.sum_exec_runtime;
+    }
+    bpf_iter_task_destroy(&it);
+  } else {
+    m.on_cpu_ns = task->se.sum_exec_runtime;
+  }
+  if (bpf_map_push_elem(&moves, &m, 0) != 0) {
+    struct pm_top_losses *l = top_losses_here();
+    if (l) l->moves_dropped++;
+  }
+  return 0;
+}

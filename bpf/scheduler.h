@@ -42,10 +42,23 @@ struct pm_cgroup_runq {
   __u64 hist[PM_RUNQ_BUCKETS];
 };
 
+/* A process moved to another v2 cgroup (track_all): its live threads' on-CPU time at the move,
+ * so user space credits what ran before it to the cgroup it ran in. */
+#define PM_MAX_MOVES 4096
+struct pm_move {
+  __u64 leader_start_ns;
+  __u64 cgroup_id; /* where it went */
+  __u64 on_cpu_ns; /* its live threads' sum_exec_runtime at the move */
+  __u64 at_ns;     /* bpf_ktime_get_ns() of the move */
+  __u32 tgid;
+  __u32 pad;
+};
+
 /* What the system-wide capture could not keep. */
 struct pm_top_losses {
   __u64 exits_dropped;  /* a dying task's process had no room in the exited map */
   __u64 cgroups_over;   /* switch-ins of cgroups beyond PM_MAX_CGROUP_SLOTS */
+  __u64 moves_dropped;  /* cgroup moves with no room in the moves queue */
 };
 
 #endif

@@ -229,6 +229,14 @@ void SchedObject::take_exited(std::vector<std::pair<pm_process_key, pm_exited>>&
   }
 }
 
+void SchedObject::take_moves(std::vector<pm_move>& out) {
+  out.clear();
+  if (!impl_->all) return;
+  int fd = bpf_map__fd(impl_->skel->maps.moves);
+  pm_move m{};
+  while (out.size() < PM_MAX_MOVES && bpf_map_lookup_and_delete_elem(fd, nullptr, &m) == 0) out.push_back(m);
+}
+
 bool SchedObject::read_cgroup_runq(std::vector<CgroupRunq>& out) const {
   out.clear();
   const Impl& m = *impl_;

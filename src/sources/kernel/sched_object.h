@@ -16,6 +16,7 @@ struct bpf_object;
 struct pm_sched_counters;
 struct pm_tree_stats;
 struct pm_task;
+struct pm_move;
 struct pm_process_key;
 struct pm_exited;
 
@@ -61,6 +62,8 @@ class SchedObject {
   // The final figures of the processes whose tasks died since the last call, per process (taken:
   // each death is handed over once).
   void take_exited(std::vector<std::pair<pm_process_key, pm_exited>>& out);
+  // The processes moved between v2 cgroups since the last call, in the order they moved (taken).
+  void take_moves(std::vector<pm_move>& out);
   // Run-queue latency per cgroup (cgroup_depth), running totals, one entry per cgroup that holds
   // a slot. Returns whether every cgroup seen so far got one (else those without are not timed:
   // their switch-ins count in top_losses().second).

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 
 #include <linux/types.h>
 
@@ -255,6 +256,7 @@ struct TopSource::State {
     int absent = 0;  // readings in a row with neither a live task nor a death of it
     std::string comm;
     uint64_t cgroup_id = 0;
+    uint64_t cgroup_before = 0;  // its cgroup at the reading before (where a move this interval left)
   };
   std::map<ProcessKey, Process> processes;
   // Per task: its last blocked time (a runnable task's is as of its last sleep), its last totals
@@ -287,6 +289,7 @@ struct TopSource::State {
   std::vector<pm_task> live;
   std::vector<std::pair<pm_process_key, pm_exited>> exited;  // taken, not yet counted
   std::vector<std::pair<pm_process_key, pm_exited>> taken;
+  std::vector<pm_move> moves, moves_taken;  // cgroup moves taken, not yet counted
   FileReader reader;
   MonoClock::time_point last_read{};
   // CLOCK_MONOTONIC (the kernel's start_time clock) before each of the last two reads.
@@ -354,6 +357,8 @@ void TopSource::collect(Samples& out) {
   // joins the next (whose figures are divided by both).
   object_->take_exited(s.taken);
   s.exited.insert(s.exited.end(), s.taken.begin(), s.taken.end());
+  object_->take_moves(s.moves_taken);
+  s.moves.insert(s.moves.end(), s.moves_taken.begin(), s.moves_taken.end());
   uint64_t read_ns = monotonic_ns();
   if (auto st = object_->read_all(s.live); !st) {
     if (!s.read_failed) say("the top lists could not read the tasks (" + st.error().message + "); trying again");
@@ -446,12 +451,51 @@ void TopSource::collect(Samples& out) {
   std::map<std::string, std::set<uint64_t>> cgroup_ids;  // the cgroups whose processes a row holds
   std::map<std::string, TopFigures> groups;
   std::map<std::string, int> group_procs;
+  std::map<ProcessKey, std::vector<const pm_move*>> moved;
+  for (const pm_move& m : s.moves) moved[{m.tgid, m.leader_start_ns}].push_back(&m);
+  for (auto& [pk, list] : moved) {
+    std::stable_sort(list.begin(), list.end(), [](const pm_move* a, const pm_move* b) { return a->at_ns < b->at_ns; });
+  }
+  auto add_cgroup = [&](uint64_t id, const std::string& path) -> TopCgroup& {
+    TopCgroup& c = cgroups[path];
+    c.path = path;
+    c.with_descendants = cgroup_depth_of(path) >= opts_.cgroup_depth;
+    cgroup_ids[path].insert(id);
+    return c;
+  };
+  // A process that moved within the interval: what it ran before each move ran in the cgroup it
+  // left (the kernel's cpu.stat says so too). Its on-CPU time at each move splits the interval's;
+  // each part is user and system time in the interval's ratio. Returns the CPU so credited.
+  auto credit_moves = [&](const ProcessKey& pk, uint64_t from, double dead_cpu, double last_cpu, double now_cpu,
+                          const TopFigures& f) -> double {
+    auto it = moved.find(pk);
+    double cpu = f.cpu_s();
+    if (it == moved.end() || cpu <= 0 || from == 0) return 0;
+    double at = last_cpu, credited = 0;
+    for (const pm_move* m : it->second) {
+      // Its live threads' time at the move, and the dead ones' (most of them died before it).
+      double upto = std::clamp(static_cast<double>(m->on_cpu_ns) * 1e-9 + dead_cpu, at, now_cpu);
+      auto path = cgroup_of(from);
+      if (upto > at && path) {
+        double share = (upto - at) / cpu;
+        TopCgroup& c = add_cgroup(from, *path);
+        c.f.user_s += f.user_s * share;
+        c.f.system_s += f.system_s * share;
+        credited += upto - at;
+      }
+      at = upto;
+      from = m->cgroup_id;
+    }
+    return std::min(credited, cpu);
+  };
   auto add_row = [&](const ProcessKey& pk, State::Process& p, const Totals& now_totals, bool gone) -> TopProcess* {
     // A process not seen before counts from zero only when it began after the reading before
     // the last: none of its figures counted yet (a reading that saw it left state, still kept).
     // One that began earlier was there, unseen, or forgotten: what it did before is unknown here,
     // so no row for this interval, its figures from now on.
     bool known = p.seen || pk.start >= never_counted_after;
+    bool had = p.seen;
+    double last_cpu = p.last.on_cpu;
     TopFigures f = delta(now_totals, p.seen ? p.last : Totals{});
     if (p.seen) {
       p.last.at_least(now_totals);
@@ -461,18 +505,24 @@ void TopSource::collect(Samples& out) {
     p.seen = true;
     p.absent = 0;
     if (auto r = rss.find(pk); r != rss.end()) f.rss_bytes = r->second;
+    uint64_t before = std::exchange(p.cgroup_before, p.cgroup_id);
     if (seconds == 0 || !known) return nullptr;  // the baseline reading, or no baseline for it
     TopProcess row{static_cast<int>(pk.tgid), 0, p.comm};
     row.exited = gone;
     row.f = f;
+    TopFigures here = f;  // what its cgroup now gets: all but the CPU it ran elsewhere
+    if (had) {
+      if (double elsewhere = credit_moves(pk, before, p.dead.on_cpu, last_cpu, now_totals.on_cpu, f); elsewhere > 0) {
+        double cpu = f.cpu_s();
+        here.user_s -= f.user_s * elsewhere / cpu;
+        here.system_s -= f.system_s * elsewhere / cpu;
+      }
+    }
     if (auto path = cgroup_of(p.cgroup_id)) {
       row.cgroup = *path;
-      TopCgroup& c = cgroups[row.cgroup];
-      c.path = row.cgroup;
-      c.with_descendants = cgroup_depth_of(row.cgroup) >= opts_.cgroup_depth;
-      c.f.add(f);
+      TopCgroup& c = add_cgroup(p.cgroup_id, row.cgroup);
+      c.f.add(here);
       if (!gone) ++c.processes;
-      cgroup_ids[row.cgroup].insert(p.cgroup_id);
     }
     if (opts_.process_groups && std::regex_search(p.comm, *opts_.process_groups)) {
       groups[p.comm].add(f);
@@ -496,6 +546,7 @@ void TopSource::collect(Samples& out) {
     State::Process& p = s.processes[pk];
     add_row(pk, p, p.dead, true);
   }
+  s.moves.clear();
   // Processes with neither a live task nor a death this reading: ended earlier (a thread of it
   // may still be on its way out), or its last task is; kept a while, then forgotten.
   for (auto it = s.processes.begin(); it != s.processes.end();) {

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+// Cgroup rows against the kernel's own cpu.stat when things move: a process moved between two
+// cgroups within intervals has its CPU credited to the cgroup it ran in, and busy cgroups removed
+// one after another each keep their last interval.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/cgroup.h"
+#include "integration/harness.h"
+
+namespace pm::test {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string make_cgroup(const std::string& name) {
+  std::string rel = "/pm-test-" + std::to_string(::getpid()) + "-" + name;
+  ::mkdir((unified_mount() + rel).c_str(), 0755);
+  return rel;
+}
+
+void remove_cgroup(const std::string& rel) {
+  std::string dir = unified_mount() + rel;
+  std::ofstream(dir + "/cgroup.kill") << "1";
+  for (int i = 0; i < 100 && ::rmdir(dir.c_str()) != 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+}
+
+double usage_s(const std::string& rel) {
+  std::ifstream in(unified_mount() + rel + "/cpu.stat");
+  std::string key;
+  double v = 0;
+  while (in >> key >> v) {
+    if (key == "usage_usec") return v * 1e-6;
+  }
+  return NAN;
+}
+
+void move_to(const std::string& rel, pid_t pid) { std::ofstream(unified_mount() + rel + "/cgroup.procs") << pid; }
+
+pid_t spinner(const std::string& rel) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    move_to(rel, ::getpid());
+    volatile unsigned long spins = 0;
+    for (;;) spins = spins + 1;
+  }
+  return pid;
+}
+
+double cpu_of(const nlohmann::json& row) { return row["cpu_user_s"].get<double>() + row["cpu_system_s"].get<double>(); }
+
+class TopCgroupTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: eBPF and test cgroups";
+    if (unified_mount().empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted";
+  }
+};
+
+TEST_F(TopCgroupTest, AMovedProcessesCpuIsCreditedToTheCgroupItRanIn) {
+  // A spinning process moved between A and B every 450 ms (moves inside every 1 s interval):
+  // each interval's row of each cgroup within 5 % of that cgroup's cpu.stat increase.
+  std::string a = make_cgroup("mvA"), b = make_cgroup("mvB");
+  RunningPm pm({"--interval", "1s", "--format", "json", "--cgroup-depth", "1", "--top", "100000"});
+  ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
+  pid_t spin = spinner(a);
+  for (int i = 0; i < 12; ++i) {
+    std::this_thread::sleep_for(milliseconds(450));
+    move_to(i % 2 == 0 ? b : a, spin);
+  }
+  Outcome o = pm.stop(SIGINT);
+  ::kill(spin, SIGKILL);
+  ::waitpid(spin, nullptr, 0);
+  remove_cgroup(a);
+  remove_cgroup(b);
+  int compared = 0;
+  for (const auto& r : o.records) {
+    if (r.value("type", "") != "interval" || !r.contains("top")) continue;
+    for (const auto& c : r["top"]["cgroups"]) {
+      std::string path = c.value("cgroup", "");
+      if (path != a && path != b) continue;
+      if (!c.contains("cpu_stat_s") || !c["cpu_stat_s"].is_number()) continue;
+      double truth = c["cpu_stat_s"].get<double>();
+      if (truth < 0.05) continue;  // the interval it began or ended in, or a starved one
+      ++compared;
+      EXPECT_NEAR(cpu_of(c), truth, 0.05 * truth) << path << " " << c.dump();
+    }
+  }
+  EXPECT_GE(compared, 4) << o.out;
+}
+
+TEST_F(TopCgroupTest, RemovedBusyCgroupsKeepTheirLastInterval) {
+  // Twenty busy cgroups, two at a time, each removed 350 ms after it began (intervals of 250
+  // ms): each one's rows add up to its cpu.stat at removal, and no row of its process lacks it.
+  RunningPm pm({"--interval", "250ms", "--format", "json", "--cgroup-depth", "1", "--top", "100000"});
+  ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
+  std::map<std::string, double> truth;
+  std::map<int, std::string> cgroup_of_pid;
+  for (int round = 0; round < 10; ++round) {
+    std::vector<std::pair<std::string, pid_t>> busy;
+    for (int k = 0; k < 2; ++k) {
+      std::string rel = make_cgroup("rm" + std::to_string(round) + "-" + std::to_string(k));
+      pid_t pid = spinner(rel);
+      busy.emplace_back(rel, pid);
+      cgroup_of_pid[pid] = rel;
+    }
+    std::this_thread::sleep_for(milliseconds(350));
+    for (auto& [rel, pid] : busy) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      truth[rel] = usage_s(rel);
+      remove_cgroup(rel);
+    }
+  }
+  std::this_thread::sleep_for(milliseconds(600));  // the last removals' interval
+  Outcome o = pm.stop(SIGINT);
+  std::map<std::string, double> shown;
+  for (const auto& r : o.records) {
+    if (r.value("type", "") != "interval" || !r.contains("top")) continue;
+    for (const auto& c : r["top"]["cgroups"]) {
+      std::string path = c.value("cgroup", "");
+      if (truth.count(path) != 0) shown[path] += cpu_of(c);
+    }
+    for (const auto& p : r["top"]["processes"]) {
+      auto it = cgroup_of_pid.find(p.value("pid", 0));
+      if (it == cgroup_of_pid.end()) continue;
+      // (Its first row may show the cgroup it was forked in, before it joined its own.)
+      EXPECT_NE(p.value("cgroup", ""), "") << "a row of a removed cgroup's process with no cgroup: " << p.dump();
+    }
+  }
+  for (const auto& [path, t] : truth) {
+    EXPECT_GT(t, 0.0) << path;
+    EXPECT_NEAR(shown[path], t, 0.05 * t + 0.005) << path;
+  }
+}
+
+}  // namespace
+}  // namespace pm::test
