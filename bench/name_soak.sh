@@ -66,7 +66,7 @@ EOF
     i=$((i + 1))
     sleep 0.5
   done
-) & pids+=($!)
+) 2>/dev/null & pids+=($!)
 
 scrape() { curl -s --max-time 2 "http://127.0.0.1:$port/metrics" || true; }
 rss() { awk '/VmRSS/ {print $2}' /proc/$pm_pid/status; }

@@ -63,9 +63,8 @@ inline std::string clean_utf8(std::string_view s) {
 inline std::string printable_ascii(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for_each_code_point(s, [&](char32_t cp, std::string_view) {
-    out += cp >= 0x20 && cp < 0x7F ? static_cast<char>(cp) : '?';
-  });
+  for_each_code_point(
+      s, [&](char32_t cp, std::string_view) { out += cp >= 0x20 && cp < 0x7F ? static_cast<char>(cp) : '?'; });
   return out;
 }
 

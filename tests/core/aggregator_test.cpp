@@ -403,8 +403,8 @@ TEST(Aggregator, PassesOnTheBestSourceOfAQuantityAndNoDenominators) {
   ASSERT_NE(find(sum.values, ebpf), nullptr);
 }
 
-const MetricDesc kRow{"cgroup", "cpu_seconds", MetricKind::kCounter, Unit::kSeconds, "a row that comes and goes",
-                     {}, 0, true};
+const MetricDesc kRow{"cgroup", "cpu_seconds", MetricKind::kCounter, Unit::kSeconds, "a row that comes and goes", {},
+                      0,        true};
 
 TEST(Aggregator, TransientSeriesAreForgottenOnceGoneAfterTheirLastInterval) {
   // 2,000 intervals, each with three names never seen before (processes renaming themselves):

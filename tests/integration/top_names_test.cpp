@@ -80,15 +80,21 @@ class TopNamesTest : public ::testing::Test {
 };
 
 TEST_F(TopNamesTest, HostileNamesKeepTheScrapeAndTheJsonValid) {
-  const std::string hostile = "\xff\xfe" "bad\x1b]0;x\x07";
+  const std::string hostile =
+      "\xff\xfe"
+      "bad\x1b]0;x\x07";
   std::string dir = unified_mount() + "/pm-test-" + std::to_string(::getpid()) + "-" + hostile;
   ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0) << dir;
   std::vector<pid_t> kids;
   // In the cgroup: a process with the name, and two whose names differ only in invalid bytes
   // (one label value when cleaned: still one series, no duplicate for the parser).
   kids.push_back(named_child(dir, "x" + hostile));
-  kids.push_back(named_child(dir, "x\xff" "dup"));
-  kids.push_back(named_child(dir, "x\xfe" "dup"));
+  kids.push_back(named_child(dir,
+                             "x\xff"
+                             "dup"));
+  kids.push_back(named_child(dir,
+                             "x\xfe"
+                             "dup"));
   // The name of the program it runs: exec'd through a link with such a name, and such arguments.
   std::string link = temp_base() + "-x\xfe\x1b[2J\x07";
   fs::remove(link);
@@ -130,8 +136,7 @@ TEST_F(TopNamesTest, HostileNamesKeepTheScrapeAndTheJsonValid) {
     if (line.empty() || line[0] == '#') continue;
     EXPECT_TRUE(seen.insert(line.substr(0, line.rfind(' '))).second) << "twice: " << line;
   }
-  EXPECT_NE(text.find("perf_monitor_process_group_processes{group=\"x" + r + "dup\"} 2\n"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("perf_monitor_process_group_processes{group=\"x" + r + "dup\"} 2\n"), std::string::npos) << text;
 
   // Every JSON line parses (nlohmann rejects invalid UTF-8), the hostile process among the rows.
   std::ifstream in(json);
@@ -141,7 +146,8 @@ TEST_F(TopNamesTest, HostileNamesKeepTheScrapeAndTheJsonValid) {
     nlohmann::json j;
     ASSERT_NO_THROW(j = nlohmann::json::parse(line)) << line;
     if (!j.contains("top")) continue;
-    for (const auto& p : j["top"]["processes"]) named = named || p.value("comm", "") == "x" + r + r + "bad" + "\x1b]0;x\x07";
+    for (const auto& p : j["top"]["processes"])
+      named = named || p.value("comm", "") == "x" + r + r + "bad" + "\x1b]0;x\x07";
   }
   fs::remove(json);
   EXPECT_GT(lines_read, 2);

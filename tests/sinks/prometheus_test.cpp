@@ -147,11 +147,17 @@ TEST(PrometheusLabels, OutsideNamesBecomeValidUtf8WithoutControlCharacters) {
   // U+FFFD; valid UTF-8 ("é", "日") and the format's escapes kept.
   const std::string r = "\xEF\xBF\xBD";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"\xff\xfe" "bad", r + r + "bad"},
-      {"a\x1b]0;x\x07" "b", "a" + r + "]0;x" + r + "b"},
+      {"\xff\xfe"
+       "bad",
+       r + r + "bad"},
+      {"a\x1b]0;x\x07"
+       "b",
+       "a" + r + "]0;x" + r + "b"},
       {"\xc0\xaf", r + r},
       {"\xed\xa0\x80", r + r + r},
-      {"t\tn\nd\x7f" "c\xc2\x9b", "t" + r + "n" + r + "d" + r + "c" + r},
+      {"t\tn\nd\x7f"
+       "c\xc2\x9b",
+       "t" + r + "n" + r + "d" + r + "c" + r},
       {"caf\xc3\xa9 \xe6\x97\xa5", "caf\xc3\xa9 \xe6\x97\xa5"},
       {"q\"b\\", "q\\\"b\\\\"},
       {"end\xe6\x97", "end" + r + r},
@@ -162,7 +168,8 @@ TEST(PrometheusLabels, OutsideNamesBecomeValidUtf8WithoutControlCharacters) {
     agg.observe({{&desc, {{"cgroup", raw}}, 1, {}}}, t0);
     std::string text = render(agg.close_interval(t0 + seconds(1)));
     EXPECT_NE(text.find("perf_monitor_cgroup_processes{cgroup=\"" + shown + "\"} 1\n"), std::string::npos)
-        << testing::PrintToString(raw) << "\n" << text;
+        << testing::PrintToString(raw) << "\n"
+        << text;
   }
 }
 
