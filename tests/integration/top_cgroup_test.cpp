@@ -71,7 +71,9 @@ class TopCgroupTest : public ::testing::Test {
 
 TEST_F(TopCgroupTest, AMovedProcessesCpuIsCreditedToTheCgroupItRanIn) {
   // A spinning process moved between A and B every 450 ms (moves inside every 1 s interval):
-  // each interval's row of each cgroup within 5 % of that cgroup's cpu.stat increase.
+  // each interval's row of each cgroup within 5 % of that cgroup's cpu.stat increase. (Were all
+  // of an interval's CPU credited to where the process is at the reading, one would be off by
+  // about half of it.)
   std::string a = make_cgroup("mvA"), b = make_cgroup("mvB");
   RunningPm pm({"--interval", "1s", "--format", "json", "--cgroup-depth", "1", "--top", "100000"});
   ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
@@ -95,7 +97,8 @@ TEST_F(TopCgroupTest, AMovedProcessesCpuIsCreditedToTheCgroupItRanIn) {
       double truth = c["cpu_stat_s"].get<double>();
       if (truth < 0.05) continue;  // the interval it began or ended in, or a starved one
       ++compared;
-      EXPECT_NEAR(cpu_of(c), truth, 0.05 * truth) << path << " " << c.dump();
+      // (10 ms more: cpu.stat is read a moment after the tasks, which a loaded machine stretches.)
+      EXPECT_NEAR(cpu_of(c), truth, 0.05 * truth + 0.01) << path << " " << c.dump();
     }
   }
   EXPECT_GE(compared, 4) << o.out;
