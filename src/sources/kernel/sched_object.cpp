@@ -271,6 +271,14 @@ std::pair<uint64_t, uint64_t> SchedObject::top_losses() const {
   return sum;
 }
 
+uint64_t SchedObject::moves_dropped() const {
+  std::vector<pm_top_losses> per_cpu;
+  uint64_t sum = 0;
+  if (!read_per_cpu(bpf_map__fd(impl_->skel->maps.top_losses), per_cpu)) return sum;
+  for (const pm_top_losses& l : per_cpu) sum += l.moves_dropped;
+  return sum;
+}
+
 bool SchedObject::read_counters(std::vector<pm_sched_counters>& per_cpu) const {
   return read_per_cpu(bpf_map__fd(impl_->skel->maps.counters), per_cpu);
 }

@@ -70,6 +70,9 @@ class SchedObject {
   bool read_cgroup_runq(std::vector<CgroupRunq>& out) const;
   // Deaths that found no room in the exited map, and switch-ins of cgroups beyond the slots.
   [[nodiscard]] std::pair<uint64_t, uint64_t> top_losses() const;
+  // Cgroup moves that found no room in the kernel's queue (their CPU then counts where the
+  // process is at the reading).
+  [[nodiscard]] uint64_t moves_dropped() const;
   [[nodiscard]] bool tracks_all() const;
   // Per-CPU slots (sized to the possible CPUs).
   bool read_counters(std::vector<pm_sched_counters>& per_cpu) const;

@@ -100,6 +100,11 @@ const MetricDesc kCgroupsOver =
                         "Switch-ins whose run-queue wait was not timed per cgroup: their cgroup got no slot "
                         "(over 1,024 cgroups in the run)"});
 static_assert(PM_MAX_CGROUP_SLOTS == 1024, "the description above says how many");
+const MetricDesc kMovesDropped =
+    shown_by(top_text, {"top", "moves_dropped", K::kCounter, Unit::kNone,
+                        "Cgroup moves of processes not kept (over 4,096 in an interval): their CPU counts where "
+                        "the process was at the reading"});
+static_assert(PM_MAX_MOVES == 4096, "the description above says how many");
 
 // One line per cgroup and per process group, what its tasks did:
 // cgroup   /system.slice: CPU 12.3% (user 10.1%, system 2.2%)  run queue 3 ms/s  blocked 1.20 s/s  ...
@@ -161,6 +166,7 @@ void top_text(TextBlock& b) {
   const Shown* exits = b.take(kExitsDropped);
   if (!b.summary()) exits = nullptr;
   const Shown* over = b.take(kCgroupsOver);
+  const Shown* moves = b.take(kMovesDropped);
   std::string note;
   auto add = [&](const std::string& part) { note += (note.empty() ? "" : ", ") + part; };
   if (dropped != nullptr && dropped->value > 0) {
@@ -172,6 +178,9 @@ void top_text(TextBlock& b) {
   }
   if (over != nullptr && over->value > 0) {
     add(human_count(over->value) + " switch-ins of cgroups beyond the 1,024 timed per cgroup not timed");
+  }
+  if (moves != nullptr && moves->value > 0) {
+    add(human_count(moves->value) + " cgroup moves not kept (their CPU counts where the process was at the reading)");
   }
   if (!note.empty()) b.item(kSelf - 5, "top", "note: " + note);
 }
@@ -711,6 +720,7 @@ void TopSource::collect(Samples& out) {
   out.push_back({&kDropped, {}, static_cast<double>(s.dropped)});
   out.push_back({&kExitsDropped, {}, static_cast<double>(exits_dropped)});
   out.push_back({&kCgroupsOver, {}, static_cast<double>(cgroups_over)});
+  out.push_back({&kMovesDropped, {}, static_cast<double>(object_->moves_dropped())});
   uint64_t exits_in_interval = exits_dropped - std::min(exits_dropped, s.exits_dropped_last);
   s.exits_dropped_last = exits_dropped;
 
