@@ -646,3 +646,21 @@ int BPF_PROG(top_cgroup_attach, struct cgroup *dst, const char *path, struct tas
   }
   return 0;
 }
+
+// A v2 cgroup made (track_all): its path as the kernel writes it, for user space to name a cgroup
+// that was removed before a walk of the hierarchy saw it (its processes' last figures name it).
+struct {
+  __uint(type, BPF_MAP_TYPE_QUEUE);
+  __uint(max_entries, PM_MAX_MADE_CGROUPS);
+  __type(value, struct pm_cgroup_made);
+} made_cgroups SEC(".maps");
+
+SEC("tp_btf/cgroup_mkdir")
+int BPF_PROG(top_cgroup_mkdir, struct cgroup *cgrp, const char *path) {
+  if (!track_all || cgrp->root->hierarchy_id != 0) return 0;
+  struct pm_cgroup_made m = {};
+  m.cgroup_id = cgrp->kn->id;
+  bpf_probe_read_kernel_str(m.path, sizeof m.path, path);
+  bpf_map_push_elem(&made_cgroups, &m, 0);  // full: a walk names it, as before
+  return 0;
+}

@@ -54,6 +54,15 @@ struct pm_move {
   __u32 pad;
 };
 
+/* A v2 cgroup made (track_all): its id and path, so one removed before any walk saw it still
+ * has a name. */
+#define PM_MAX_MADE_CGROUPS 1024
+#define PM_CGROUP_PATH_MAX 248
+struct pm_cgroup_made {
+  __u64 cgroup_id;
+  char path[PM_CGROUP_PATH_MAX];
+};
+
 /* What the system-wide capture could not keep. */
 struct pm_top_losses {
   __u64 exits_dropped;  /* a dying task's process had no room in the exited map */

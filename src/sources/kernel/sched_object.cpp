@@ -229,6 +229,18 @@ void SchedObject::take_exited(std::vector<std::pair<pm_process_key, pm_exited>>&
   }
 }
 
+void SchedObject::take_made_cgroups(std::vector<std::pair<uint64_t, std::string>>& out) {
+  out.clear();
+  if (!impl_->all) return;
+  int fd = bpf_map__fd(impl_->skel->maps.made_cgroups);
+  pm_cgroup_made m{};
+  while (out.size() < PM_MAX_MADE_CGROUPS && bpf_map_lookup_and_delete_elem(fd, nullptr, &m) == 0) {
+    size_t n = strnlen(m.path, sizeof m.path);
+    if (n + 1 >= sizeof m.path) continue;  // cut short: a walk names it, rather than a wrong name
+    out.emplace_back(m.cgroup_id, std::string(m.path, n));
+  }
+}
+
 void SchedObject::take_moves(std::vector<pm_move>& out) {
   out.clear();
   if (!impl_->all) return;

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -62,6 +64,8 @@ class SchedObject {
   // The final figures of the processes whose tasks died since the last call, per process (taken:
   // each death is handed over once).
   void take_exited(std::vector<std::pair<pm_process_key, pm_exited>>& out);
+  // The v2 cgroups made since the last call: id and path (taken).
+  void take_made_cgroups(std::vector<std::pair<uint64_t, std::string>>& out);
   // The processes moved between v2 cgroups since the last call, in the order they moved (taken).
   void take_moves(std::vector<pm_move>& out);
   // Run-queue latency per cgroup (cgroup_depth), running totals, one entry per cgroup that holds

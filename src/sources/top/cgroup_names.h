@@ -23,6 +23,8 @@ class CgroupNames {
   // (the cgroup is gone).
   std::optional<std::string> path(uint64_t id);
   [[nodiscard]] const std::string& mount() const { return mount_; }
+  // A cgroup made (the kernel said so, with its path): named even if removed before a walk.
+  void made(uint64_t id, std::string path) { removed_.try_emplace(id, Removed{std::move(path), readings_}); }
   // Called once per reading: ages the names of removed cgroups.
   void next_reading();
   static constexpr uint64_t kRemovedReadings = 2;

@@ -299,6 +299,7 @@ struct TopSource::State {
   std::vector<std::pair<pm_process_key, pm_exited>> exited;  // taken, not yet counted
   std::vector<std::pair<pm_process_key, pm_exited>> taken;
   std::vector<pm_move> moves, moves_taken;  // cgroup moves taken, not yet counted
+  std::vector<std::pair<uint64_t, std::string>> made;  // cgroups made since the last reading
   FileReader reader;
   MonoClock::time_point last_read{};
   // CLOCK_MONOTONIC (the kernel's start_time clock) before each of the last two reads.
@@ -366,6 +367,8 @@ void TopSource::collect(Samples& out) {
   // joins the next (whose figures are divided by both).
   object_->take_exited(s.taken);
   s.exited.insert(s.exited.end(), s.taken.begin(), s.taken.end());
+  object_->take_made_cgroups(s.made);
+  for (auto& [id, path] : s.made) s.names.made(id, std::move(path));
   object_->take_moves(s.moves_taken);
   s.moves.insert(s.moves.end(), s.moves_taken.begin(), s.moves_taken.end());
   uint64_t read_ns = monotonic_ns();
