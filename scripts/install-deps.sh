@@ -20,6 +20,8 @@ packages=(
   bpftool                            # vmlinux.h from the kernel's BTF, and the skeletons
   libbpf-dev libelf-dev zlib1g-dev   # loading the eBPF programs (libbpf and what it links)
   liblzma-dev                        # probes: symbols in the xz-compressed .gnu_debugdata
+  libiberty-dev                      # probes: C++ and Rust (legacy and v0) names demangled
+  rustc rustfilt                     # tests: Rust programs probed by name, demangling checked against rustfilt
   binutils xz-utils                  # tests: build a MiniDebugInfo binary (objcopy, xz)
   libncurses-dev                     # perf-monitor top: the full-screen view on a terminal
   tmux                               # tests: perf-monitor top driven and read as a person sees it

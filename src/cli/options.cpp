@@ -287,6 +287,7 @@ Invocation parse_command_line(int argc, char** argv) {
     if (written_before) continue;
     auto r = probes::resolve_probe(p);
     if (!r) return fail("--probe: " + r.error().message);
+    if (!r->note.empty()) say("--probe: " + r->note);
     auto same = std::find_if(places.begin(), places.end(), [&](const auto& q) { return q.same_place(*r); });
     if (same != places.end()) {
       if (same->arg != r->arg) {

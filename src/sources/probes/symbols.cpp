@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sources/probes/symbols.h"
 
-#include <cxxabi.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <lzma.h>
@@ -9,13 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 
 #include "core/fd.h"
 #include "core/text.h"
@@ -69,24 +68,6 @@ Status check_probeable(Elf* elf, std::string_view what) {
                    ", not an executable or shared library");
   }
   return {};
-}
-
-// Spaces only matter between two identifier characters ("unsigned int"): elsewhere they are
-// dropped, so "add(int,double)" matches the demangler's "add(int, double)".
-std::string normalise(std::string_view s) {
-  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != ' ') {
-      out += s[i];
-      continue;
-    }
-    size_t j = i;
-    while (j < s.size() && s[j] == ' ') ++j;
-    if (!out.empty() && j < s.size() && word(out.back()) && word(s[j])) out += ' ';
-    i = j - 1;
-  }
-  return out;
 }
 
 struct ElfFile {
@@ -230,71 +211,7 @@ Result<std::vector<ElfSymbol>> symbols_of(Elf* elf, std::string_view what) {
   return out;
 }
 
-// Which candidates to show: the closest by edit distance of their short names, then the rest
-// that contain the query.
-std::string closest(const std::vector<ElfSymbol>& symbols, std::string_view query) {
-  std::string q = base_name(normalise(query));
-  std::string last = q.substr(q.rfind("::") == std::string::npos ? 0 : q.rfind("::") + 2);
-  const size_t limit = std::max<size_t>(2, last.size() / 3);
-  constexpr size_t kMaxMeasured = 512;
-  std::vector<std::pair<size_t, std::string>> scored;
-  std::set<std::string> seen;
-  for (const ElfSymbol& s : symbols) {
-    if (!seen.insert(s.demangled).second) continue;
-    std::string b = base_name(s.demangled);
-    std::string tail = b.substr(b.rfind("::") == std::string::npos ? 0 : b.rfind("::") + 2);
-    // An edit distance is at least the difference in length: only names that could come within
-    // the limit are measured, and only short ones (the cost is the product of the lengths).
-    auto measure = [&](std::string_view a, std::string_view c) {
-      size_t gap = a.size() > c.size() ? a.size() - c.size() : c.size() - a.size();
-      return gap > limit || a.size() > kMaxMeasured || c.size() > kMaxMeasured ? limit + 1 : edit_distance(a, c);
-    };
-    size_t d = std::min(measure(q, b), measure(last, tail));
-    if (b.find(last) != std::string::npos) d = std::min<size_t>(d, 1);
-    if (d <= limit) scored.emplace_back(d, s.demangled);
-  }
-  std::sort(scored.begin(), scored.end());
-  std::string hints;
-  for (size_t i = 0; i < scored.size() && i < 5 && scored[i].first <= limit; ++i) {
-    hints += (i ? ", " : "") + scored[i].second;
-  }
-  return hints;
-}
-
 }  // namespace
-
-std::string demangle(const std::string& name) {
-  // The demangler's time and stack grow with the name: a longer one is shown as it is.
-  if (!name.starts_with("_Z") || name.size() > kMaxDemangledInput) return name;
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
-  return status == 0 && out ? std::string(out.get()) : name;
-}
-
-std::string base_name(std::string_view demangled) {
-  std::string s(demangled);
-  // Drop cv/ref qualifiers after the parameter list, then the list itself.
-  size_t close = s.rfind(')');
-  if (close != std::string::npos && s.find('(') != std::string::npos) {
-    int depth = 0;
-    size_t i = close + 1;
-    while (i-- > 0) {
-      if (s[i] == ')') ++depth;
-      if (s[i] == '(' && --depth == 0) break;
-    }
-    if (depth == 0 && i > 0 && !std::string_view(s).substr(0, i).ends_with("operator")) s.resize(i);
-  }
-  // A function template's demangled name begins with its return type: keep what follows the
-  // last space outside template brackets.
-  int angle = 0;
-  size_t cut = std::string::npos;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '<') ++angle;
-    if (s[i] == '>') --angle;
-    if (s[i] == ' ' && angle == 0 && !std::string_view(s).substr(0, i).ends_with("operator")) cut = i;
-  }
-  return cut == std::string::npos ? s : s.substr(cut + 1);
-}
 
 Result<ProbeSpec> parse_probe_spec(std::string_view text) {
   auto usage = [&](std::string why) {
@@ -334,44 +251,6 @@ Result<std::vector<ElfSymbol>> read_function_symbols_in_memory(std::vector<char>
   std::unique_ptr<Elf, int (*)(Elf*)> elf(elf_memory(image.data(), image.size()), elf_end);
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return invalid(std::string(what) + " is not an ELF executable or library");
   return symbols_of(elf.get(), what);
-}
-
-Result<ElfSymbol> match_symbol(const std::vector<ElfSymbol>& symbols, std::string_view function,
-                               std::string_view binary) {
-  std::string query = normalise(function);
-  bool with_params = query.find('(') != std::string::npos && !base_name(query).empty() && base_name(query) != query;
-  // Candidates in order of how exactly they were named; the first rule that matches decides.
-  std::vector<std::vector<const ElfSymbol*>> rules(4);
-  for (const ElfSymbol& s : symbols) {
-    if (s.name == query) rules[0].push_back(&s);
-    if (with_params && normalise(s.demangled) == query) rules[1].push_back(&s);
-    std::string b = base_name(s.demangled);
-    if (!with_params && b == query) rules[2].push_back(&s);
-    if (!with_params && b.size() > query.size() && b.ends_with(query) && b.ends_with("::" + query)) {
-      rules[3].push_back(&s);
-    }
-  }
-  for (auto& found : rules) {
-    if (found.empty()) continue;
-    std::map<uint64_t, const ElfSymbol*> by_addr;  // aliases at one address are one function
-    for (const ElfSymbol* s : found) by_addr.emplace(s->addr, s);
-    if (by_addr.size() == 1) return *by_addr.begin()->second;
-    std::string names;
-    int shown = 0;
-    std::set<std::string> listed;
-    for (const auto& [addr, s] : by_addr) {
-      if (!listed.insert(s->demangled).second || shown == 8) continue;
-      names += (shown++ ? "; " : "") + s->demangled;
-    }
-    return invalid("'" + std::string(function) + "' names " + std::to_string(by_addr.size()) + " functions in " +
-                   std::string(binary) + ": " + names + " (pick one with its parameter list, e.g. '" +
-                   std::string(binary) + ":" + by_addr.begin()->second->demangled + "')");
-  }
-  std::string msg = "no function '" + std::string(function) + "' in " + std::string(binary);
-  std::string hints = closest(symbols, function);
-  if (!hints.empty()) msg += " (closest: " + hints + ")";
-  if (symbols.empty()) msg += " (it has no symbol table: it was stripped)";
-  return make_error(Errc::kNotFound, printable(msg));
 }
 
 Result<std::string> find_binary(std::string_view binary) {
@@ -428,6 +307,7 @@ Result<ResolvedProbe> resolve_probe(const ProbeSpec& spec) {
   auto off = offset_in(f->elf.get(), sym->addr, *path);
   if (!off) return off.error();
   ResolvedProbe r{*path, sym->demangled, *off, spec.arg};
+  r.note = sym->note;
   struct stat st {};
   if (::fstat(f->fd.get(), &st) == 0) r.file = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
   r.fd = std::make_shared<const UniqueFd>(std::move(f->fd));

@@ -26,6 +26,7 @@ struct ElfSymbol {
   std::string name;       // as in the symbol table (mangled for C++)
   std::string demangled;  // what a person reads; equal to name for C
   uint64_t addr = 0;      // st_value
+  std::string note;       // what a match says about itself: "'f' is an async fn: probing …" ("" mostly)
 };
 
 // Bounds on what a probe's text and ELF file may make perf-monitor do.
@@ -76,6 +77,7 @@ struct ResolvedProbe {
   [[nodiscard]] std::string attach_path() const {
     return fd && *fd ? "/proc/self/fd/" + std::to_string(fd->get()) : path;
   }
+  std::string note;                      // ElfSymbol::note of the match, said once at start-up
   // Whether both probes go to the same instruction (however the function and file were named).
   [[nodiscard]] bool same_place(const ResolvedProbe& o) const {
     return offset == o.offset && (file != std::pair<uint64_t, uint64_t>{} ? file == o.file : path == o.path);
