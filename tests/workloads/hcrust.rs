@@ -1,23 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
 // A Rust program of known behaviour for the probe tests (std only): `hcrust N [SPIN_US]` makes
-// requests 1..=N through a module function, a trait method, two instances of a generic
-// function, a closure and an async fn, and prints its own counts and clock.
+// requests 1..=N, each through a module function (busy for SPIN_US), a trait method, two
+// instances of a generic function, a closure and an async fn, and prints its own count and
+// clock of process_request. app::rare is never called.
 use std::future::Future;
-use std::hint::black_box;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
+// std::hint::black_box, for Debian 12's rustc 1.63 too (it came in 1.66): a value the optimiser
+// cannot see through.
+#[inline(always)]
+pub fn black_box<T: Copy>(x: T) -> T {
+    unsafe { std::ptr::read_volatile(&x) }
+}
+
 pub mod app {
+    use super::black_box;
     pub mod handler {
+        use crate::black_box;
         // Busy for `spin`: a request whose latency the program measures itself.
         #[inline(never)]
         pub fn process_request(id: u64, spin: std::time::Duration) -> u64 {
             let start = std::time::Instant::now();
             let mut x = id;
             while start.elapsed() < spin {
-                x = std::hint::black_box(x.wrapping_mul(2654435761).rotate_left(7));
+                x = black_box(x.wrapping_mul(2654435761).rotate_left(7));
             }
             x
         }
@@ -29,15 +38,28 @@ pub mod app {
     impl Handler for Server {
         #[inline(never)]
         fn handle(&self, id: u64) -> u64 {
-            std::hint::black_box(id + 1)
+            black_box(id + 1)
         }
     }
     #[inline(never)]
     pub fn scale<T: Into<u64> + Copy>(x: T) -> u64 {
-        std::hint::black_box(x.into() * 3)
+        black_box(x.into() * 3)
+    }
+    // The closure is called through a pointer the optimiser cannot see through: it keeps a
+    // symbol, app::apply::{closure#0}.
+    #[inline(never)]
+    pub fn apply(id: u64) -> u64 {
+        let k = black_box(3u64);
+        let triple = move |i: u64| black_box(i * k);
+        let f: &dyn Fn(u64) -> u64 = black_box(&triple);
+        f(id)
     }
     pub async fn fetch(id: u64) -> u64 {
-        std::hint::black_box(id ^ 7)
+        black_box(id ^ 7)
+    }
+    #[inline(never)]
+    pub fn rare(id: u64) -> u64 {
+        black_box(id)
     }
 }
 
@@ -52,9 +74,6 @@ fn main() {
     let spin = Duration::from_micros(args.next().and_then(|s| s.parse().ok()).unwrap_or(0));
     // Called through pointers the optimiser cannot see through, so each keeps its own symbol.
     let server: &dyn app::Handler = black_box(&app::Server);
-    let k = black_box(3u64);
-    let closure = move |i: u64| black_box(i * k);
-    let triple: &dyn Fn(u64) -> u64 = black_box(&closure);
     let waker = Waker::from(Arc::new(Noop));
     let mut cx = Context::from_waker(&waker);
     let (mut sum, mut calls, mut busy) = (0u64, 0u64, Duration::ZERO);
@@ -65,9 +84,14 @@ fn main() {
         calls += 1;
         sum = sum.wrapping_add(server.handle(id));
         sum = sum.wrapping_add(app::scale(id as u32) + app::scale(id));
-        sum = sum.wrapping_add(triple(id));
-        let mut fut: Pin<Box<dyn Future<Output = u64>>> = black_box(Box::pin(app::fetch(id)));
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+        sum = sum.wrapping_add(app::apply(id));
+        if black_box(id == u64::MAX) {
+            sum = sum.wrapping_add(app::rare(id));
+        }
+        let mut fut: Pin<Box<dyn Future<Output = u64>>> = Box::pin(app::fetch(id));
+        // Polled through a pointer the optimiser cannot follow: the poll function stays a call.
+        let raw: *mut dyn Future<Output = u64> = black_box(unsafe { Pin::get_unchecked_mut(fut.as_mut()) } as *mut _);
+        if let Poll::Ready(v) = unsafe { Pin::new_unchecked(&mut *raw) }.poll(&mut cx) {
             sum = sum.wrapping_add(v);
         }
     }

@@ -192,8 +192,9 @@ std::string without_template_args(std::string_view s) {
   for (size_t i = s.size(); i-- > 0;) {
     if (s[i] == '>') ++depth;
     if (s[i] == '<' && --depth == 0) {
-      return i == 0 || s.substr(0, i).ends_with("operator") || s.substr(0, i).ends_with("operator<") ? std::string()
-                                                                                                     : std::string(s.substr(0, i));
+      return i == 0 || s.substr(0, i).ends_with("operator") || s.substr(0, i).ends_with("operator<")
+                 ? std::string()
+                 : std::string(s.substr(0, i));
     }
   }
   return {};
@@ -208,9 +209,9 @@ struct Candidate {
   std::string full;   // shown, normalised
   std::string base;   // without parameters and return type (C++); the path (Rust)
   std::string hash;   // legacy Rust: "h…" (16 hex digits)
-  std::string loose;      // Rust: rust_loose(base)
-  std::string any;        // ... with any closure as "{closure}"
-  std::string bare;       // ... without the type arguments of generic instances (C++: template's)
+  std::string loose;  // Rust: rust_loose(base)
+  std::string any;    // ... with any closure as "{closure}"
+  std::string bare;   // ... without the type arguments of generic instances (C++: template's)
 };
 
 std::vector<Candidate> candidates_of(const std::vector<ElfSymbol>& symbols) {
@@ -240,8 +241,8 @@ bool names_tail(std::string_view name, std::string_view query) {
 }
 
 struct Found {
-  std::vector<const Candidate*> list;  // one per address, whole functions before clones
-  bool poll = false;                   // an async fn's future's poll function, named by the fn
+  std::vector<const Candidate*> list;   // one per address, whole functions before clones
+  bool poll = false;                    // an async fn's future's poll function, named by the fn
   const Candidate* fragment = nullptr;  // no function, but a .cold/.part piece of one, by this name
   bool mangled = false;                 // ... named by its own mangled name
 };
@@ -269,7 +270,8 @@ Found find(const std::vector<Candidate>& cands, std::string_view function) {
                (names_tail(c.base, query) || (!c.hash.empty() && names_tail(c.base + "::" + c.hash, query)));
       },
       [&](const Candidate& c) {
-        return c.rust && (names_tail(c.loose, loose) || ((any_closure || c.sym->name.starts_with("_ZN")) && names_tail(c.any, any)));
+        return c.rust && (names_tail(c.loose, loose) ||
+                          ((any_closure || c.sym->name.starts_with("_ZN")) && names_tail(c.any, any)));
       },
       [&](const Candidate& c) {  // every instance of a generic function, or a template
         return c.rust ? names_tail(c.bare, loose) : !with_params && !c.bare.empty() && names_tail(c.bare, query);
@@ -394,8 +396,8 @@ Result<ElfSymbol> match_symbol(const std::vector<ElfSymbol>& symbols, std::strin
     std::string_view root = split_suffixes(found.fragment->sym->name).root;
     auto entry = std::find_if(cands.begin(), cands.end(), [&](const Candidate& c) { return c.sym->name == root; });
     if (found.mangled && entry != cands.end()) {
-      return invalid("'" + fn + "' is a piece the compiler split off " + entry->shown + ", not called as a function: probe " +
-                     bin + ":" + spelling(cands, *entry));
+      return invalid("'" + fn + "' is a piece the compiler split off " + entry->shown +
+                     ", not called as a function: probe " + bin + ":" + spelling(cands, *entry));
     }
     return make_error(Errc::kNotFound, printable("'" + fn + "' has no symbol in " + bin +
                                                  ": it was inlined into its callers (only " +
@@ -411,7 +413,8 @@ Result<ElfSymbol> match_symbol(const std::vector<ElfSymbol>& symbols, std::strin
     if (c.rust && !found.poll) {
       std::string poll = c.any + "::{closure}", drop = "core::ptr::drop_in_place<" + poll + ">";
       auto body = std::find_if(cands.begin(), cands.end(), [&](const Candidate& o) { return o.rust && o.any == poll; });
-      bool future = std::any_of(cands.begin(), cands.end(), [&](const Candidate& o) { return o.rust && o.any == drop; });
+      bool future =
+          std::any_of(cands.begin(), cands.end(), [&](const Candidate& o) { return o.rust && o.any == drop; });
       if (body != cands.end() && future &&
           std::count_if(cands.begin(), cands.end(), [&](const Candidate& o) { return o.rust && o.any == poll; }) == 1) {
         out = *body->sym;
@@ -440,9 +443,11 @@ Result<ElfSymbol> match_symbol(const std::vector<ElfSymbol>& symbols, std::strin
     for (size_t i = 0; i < found.list.size() && i < 8; ++i) names += (i ? "; " : "") + spelling(cands, *found.list[i]);
     if (found.list.size() > 8) names += "; ...";
     return invalid("'" + fn + "' names " + std::to_string(found.list.size()) + " functions in " + bin +
-                   (!generic ? "" : first.rust ? " (instances of one generic function)" : " (instances of one template)") +
-                   ": " + names +
-                   " (probe one by the name listed, e.g. '" + bin + ":" + spelling(cands, *found.list[0]) + "')");
+                   (!generic     ? ""
+                    : first.rust ? " (instances of one generic function)"
+                                 : " (instances of one template)") +
+                   ": " + names + " (probe one by the name listed, e.g. '" + bin + ":" +
+                   spelling(cands, *found.list[0]) + "')");
   }
   std::string msg = "no function '" + fn + "' in " + bin;
   std::string hints = closest(cands, function);

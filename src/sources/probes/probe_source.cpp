@@ -104,7 +104,13 @@ void probe_text(TextBlock& b) {
     const Shown* abandoned = b.take(kAbandoned, l);
     const Shown* in_progress = b.take(kInProgress, l);
     auto v = [](const Shown* x) { return x != nullptr ? x->value : std::nan(""); };
-    auto q = [&](double Shown::*p) { return lat != nullptr ? below_time(lat->*p) : std::string("-"); };
+    // A quantile is known to its log2 bucket's upper bound, which may lie past the longest call:
+    // then the longest call is the better bound.
+    auto q = [&](double Shown::*p) {
+      if (lat == nullptr) return std::string("-");
+      bool past_max = max != nullptr && std::isfinite(max->value) && max->value > 0 && lat->*p > max->value;
+      return past_max ? "<= " + human_time(max->value) : below_time(lat->*p);
+    };
     if (!b.summary()) {
       // Where the calls' time went, as shares of their latency.
       double share = lat != nullptr && lat->value > 0 ? 100 / lat->value : std::nan("");
@@ -116,12 +122,16 @@ void probe_text(TextBlock& b) {
     }
     double n = calls->value;
     auto per = [&](int i) { return n > 0 ? v(k[i]) / n : std::nan(""); };
-    b.line(at++, "probes",
-           fmt::format("{:<24} {:>8.0f} {:>9} {:>9} {:>9} {:>9}  {:>9} {:>9} {:>9} {:>9.1f} {:>9} {:>7.1f}", shown, n,
-                       q(&Shown::p50), q(&Shown::p90), q(&Shown::p99),
-                       max != nullptr && n > 0 ? human_time(max->value) : "-", human_time(per(PM_ON_CPU_NS)),
-                       human_time(per(PM_RUNQ_NS)), human_time(per(PM_BLOCKED_NS)),
-                       per(PM_VOLUNTARY) + per(PM_INVOLUNTARY), human_bytes(per(PM_BIO_WRITE)), per(PM_FAULTS)));
+    if (n > 0) {
+      b.line(at++, "probes",
+             fmt::format("{:<24} {:>8.0f} {:>9} {:>9} {:>9} {:>9}  {:>9} {:>9} {:>9} {:>9.1f} {:>9} {:>7.1f}", shown, n,
+                         q(&Shown::p50), q(&Shown::p90), q(&Shown::p99),
+                         max != nullptr && n > 0 ? human_time(max->value) : "-", human_time(per(PM_ON_CPU_NS)),
+                         human_time(per(PM_RUNQ_NS)), human_time(per(PM_BLOCKED_NS)),
+                         per(PM_VOLUNTARY) + per(PM_INVOLUNTARY), human_bytes(per(PM_BIO_WRITE)), per(PM_FAULTS)));
+    } else {
+      b.line(at++, "probes", fmt::format("{:<24} {:>8}  (0 calls: no figures per call)", shown, 0));
+    }
     double open =
         (open_at_exit != nullptr ? open_at_exit->value : 0) + (in_progress != nullptr ? in_progress->value : 0);
     if (open > 0)

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: Apache-2.0
+// Functions found by the names people give them, on real binaries: a Rust program
+// (tests/workloads/hcrust.rs) built here with rustc in both manglings, and C++ as g++ -O2 emits
+// it (tests/workloads/clones.cpp: a .cold fragment, a template, clones). The truths: rustfilt's
+// and c++filt's demangling of every symbol, and the programs' own counts and clocks.
+#include <glob.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "integration/harness.h"
+#include "sources/probes/symbols.h"
+
+namespace pm::test {
+namespace {
+
+const std::string kClones = PM_CLONES;
+
+int sh(const std::string& cmd) {
+  int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// The first line a command prints ("" when none).
+std::string first_line(const std::string& cmd) {
+  FILE* f = ::popen((cmd + " 2>/dev/null").c_str(), "r");
+  char buf[4096] = {};
+  std::string out = f != nullptr && std::fgets(buf, sizeof buf, f) != nullptr ? std::string(buf) : "";
+  if (f != nullptr) ::pclose(f);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+// The first file matching a glob pattern, or "".
+std::string first_file(const std::string& pattern) {
+  glob_t g{};
+  std::string out = ::glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0 ? g.gl_pathv[0] : "";
+  ::globfree(&g);
+  return out;
+}
+
+// A tool the tests need: on PATH (or at `also`), else Debian's package installed now
+// (install-deps.sh lists them; a machine without them is set up here, not skipped). "" when
+// that failed.
+std::string tool(const std::string& name, const std::string& package, const std::string& also = "") {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string found = first_line("command -v " + name);
+    if (found.empty() && !also.empty()) found = first_file(also);
+    if (!found.empty()) return found;
+    if (attempt == 0) {
+      std::fprintf(stderr, "rust_probe_test: %s missing: apt-get install %s\n", name.c_str(), package.c_str());
+      sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends " + package + " >&2");
+    }
+  }
+  return "";
+}
+
+// hcrust built once per mangling (a second of rustc each), in the scratch directory.
+struct RustBuild {
+  std::string rustc, legacy, v0, error;
+};
+
+const RustBuild& rust_build() {
+  static const RustBuild b = [] {
+    RustBuild r;
+    r.rustc = tool("rustc", "rustc", "/root/.cargo/bin/rustc");
+    if (r.rustc.empty()) {
+      r.error = "no rustc, and apt-get install rustc failed";
+      return r;
+    }
+    std::string key = slurp(PM_HCRUST_SOURCE) + first_line(r.rustc + " --version");
+    std::string kept = scratch_dir() + "/hcrust-" + std::to_string(std::hash<std::string>{}(key));
+    r.legacy = kept + "-legacy";
+    r.v0 = kept + "-v0";
+    if (::access(r.legacy.c_str(), X_OK) == 0 && ::access(r.v0.c_str(), X_OK) == 0) return r;
+    // Both at once, then renamed: a test process running beside this one sees whole files.
+    // v0 is stable since Rust 1.59 (older compilers know it as -Z).
+    std::string base = temp_base() + "hcrust", legacy = base + "-legacy", v0 = base + "-v0";
+    std::string common = r.rustc + " --edition 2021 -O --crate-name hcrust " + PM_HCRUST_SOURCE + " -o ";
+    std::string cmd = "(" + common + legacy + ") & (" + common + v0 +
+                      " -C symbol-mangling-version=v0 || RUSTC_BOOTSTRAP=1 " + common + v0 +
+                      " -Z symbol-mangling-version=v0); s=$?; wait $! && exit $s";
+    if (sh(cmd) != 0) {
+      r.error = "rustc failed: " + cmd;
+    } else if (std::rename(legacy.c_str(), r.legacy.c_str()) != 0 || std::rename(v0.c_str(), r.v0.c_str()) != 0) {
+      r.error = "cannot keep the binaries as " + kept + "-*";
+    }
+    return r;
+  }();
+  return b;
+}
+
+// Every Rust function symbol of `path`: demangle() against rustfilt.
+void expect_rustfilt_agrees(const std::string& path, const std::string& rustfilt, size_t at_least) {
+  auto syms = probes::read_function_symbols(path);
+  ASSERT_TRUE(syms.ok()) << syms.error().message;
+  static const std::regex legacy("_ZN.*17h[0-9a-f]{16}E");
+  std::vector<std::string> names;
+  for (const auto& s : *syms) {
+    if (s.name.starts_with("_R") || std::regex_match(s.name, legacy)) names.push_back(s.name);
+  }
+  ASSERT_GE(names.size(), at_least) << path;
+  std::string in = temp_base() + "syms", out = in + ".rustfilt";
+  {
+    std::ofstream f(in);
+    for (const auto& n : names) f << n << "\n";
+  }
+  ASSERT_EQ(sh(rustfilt + " -i " + in + " -o " + out), 0);
+  std::ifstream f(out);
+  std::string line;
+  size_t i = 0, differ = 0;
+  while (std::getline(f, line) && i < names.size()) {
+    if (probes::demangle(names[i]) != line && ++differ <= 5) {
+      ADD_FAILURE() << names[i] << ": ours " << probes::demangle(names[i]) << ", rustfilt " << line;
+    }
+    ++i;
+  }
+  EXPECT_EQ(i, names.size());
+  EXPECT_EQ(differ, 0u) << "of " << names.size() << " in " << path;
+}
+
+TEST(RustNames, DemanglingAgreesWithRustfiltInBothManglingsAndTheStandardLibrary) {
+  const RustBuild& b = rust_build();
+  ASSERT_TRUE(b.error.empty()) << b.error;
+  std::string rustfilt = tool("rustfilt", "rustfilt");
+  ASSERT_FALSE(rustfilt.empty()) << "no rustfilt, and apt-get install rustfilt failed";
+  expect_rustfilt_agrees(b.legacy, rustfilt, 100);
+  expect_rustfilt_agrees(b.v0, rustfilt, 100);
+  // The standard library shipped with the compiler (a shared library in the sysroot).
+  std::string sysroot = first_line(b.rustc + " --print sysroot");
+  std::string libstd = first_file(sysroot + "/lib/rustlib/*/lib/libstd-*.so");
+  ASSERT_FALSE(libstd.empty()) << "no libstd-*.so under " << sysroot;
+  expect_rustfilt_agrees(libstd, rustfilt, 1000);
+}
+
+TEST(CxxNames, DemanglingAgreesWithCxxfilt) {
+  std::string cxxfilt = tool("c++filt", "binutils");
+  ASSERT_FALSE(cxxfilt.empty());
+  std::string libstdcxx = first_file("/usr/lib/*-linux-gnu/libstdc++.so.6");
+  ASSERT_FALSE(libstdcxx.empty());
+  for (const std::string& path : {kClones, libstdcxx}) {
+    auto syms = probes::read_function_symbols(path);
+    ASSERT_TRUE(syms.ok()) << syms.error().message;
+    std::string in = temp_base() + "cxx", out = in + ".cxxfilt";
+    std::vector<std::string> names;
+    std::ofstream f(in);
+    for (const auto& s : *syms) {
+      if (!s.name.starts_with("_Z")) continue;
+      names.push_back(s.name);
+      f << s.name << "\n";
+    }
+    f.close();
+    ASSERT_GE(names.size(), path == kClones ? 5u : 1000u) << path;
+    // -i: without "implementation details" (std::string, not std::basic_string<char, ...>), as
+    // __cxa_demangle and gdb print them.
+    ASSERT_EQ(sh(cxxfilt + " -i < " + in + " > " + out), 0);
+    std::ifstream r(out);
+    std::string line;
+    size_t i = 0, differ = 0;
+    while (std::getline(r, line) && i < names.size()) {
+      if (probes::demangle(names[i]) != line && ++differ <= 5) ADD_FAILURE() << names[i] << " -> " << line;
+      ++i;
+    }
+    EXPECT_EQ(i, names.size());
+    EXPECT_EQ(differ, 0u) << "of " << names.size() << " in " << path;
+  }
+}
+
+class NamedProbeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: attaching uprobes and loading BPF programs";
+  }
+  static Outcome run(const std::vector<std::string>& probes, const std::vector<std::string>& command,
+                     const std::string& format = "json") {
+    std::vector<std::string> args = {"run", "--format", format};
+    for (const std::string& p : probes) args.insert(args.end(), {"--probe", p});
+    args.push_back("--");
+    args.insert(args.end(), command.begin(), command.end());
+    return run_pm(args);
+  }
+  static double calls(const Outcome& o, const std::string& function) {
+    if (o.summary.is_null() || !o.summary["probe"]["calls"].contains(function)) return -1;
+    return o.summary["probe"]["calls"][function].get<double>();
+  }
+  static std::vector<nlohmann::json> spans(const Outcome& o, const std::string& function) {
+    std::vector<nlohmann::json> out;
+    for (const auto& r : o.records) {
+      if (r["type"] == "span" && r["function"] == function) out.push_back(r);
+    }
+    return out;
+  }
+};
+
+constexpr int kRequests = 40;
+constexpr int kSpinUs = 2000;
+
+TEST_F(NamedProbeTest, RustFunctionsAreProbedByTheirNamesInBothManglings) {
+  const RustBuild& b = rust_build();
+  ASSERT_TRUE(b.error.empty()) << b.error;
+  for (const std::string& bin : {b.legacy, b.v0}) {
+    SCOPED_TRACE(bin);
+    // A generic function's instances: named by the path alone, perf-monitor lists them, with
+    // the name that picks each.
+    Outcome generic = run({bin + ":app::scale"}, {bin, "1"});
+    EXPECT_EQ(generic.exit_code, 2);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(generic.err, m, std::regex("generic function\\): ([^;]+); ([^ ]+) \\(probe one")))
+        << generic.err;
+    std::string instance = m[1];
+    // Everything at once: a module function with its request ID (by its path, and with the
+    // crate: the same function, probed once — another function would be a series of its own),
+    // a trait method by its impl path, one instance, a closure, an async fn (its poll function).
+    Outcome o = run({bin + ":app::handler::process_request:arg1", bin + ":hcrust::app::handler::process_request:arg1",
+                     bin + ":<app::Server as app::Handler>::handle", bin + ":" + instance,
+                     bin + ":app::apply::{closure#0}", bin + ":app::fetch"},
+                    {bin, std::to_string(kRequests), std::to_string(kSpinUs)});
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_NE(
+        o.err.find("--probe: 'app::fetch' is an async fn: probing its future's poll function hcrust::app::fetch::{"),
+        std::string::npos)
+        << o.err;
+    const std::string process = "hcrust::app::handler::process_request";
+    EXPECT_EQ(calls(o, process), kRequests);
+    EXPECT_EQ(calls(o, "<hcrust::app::Server as hcrust::app::Handler>::handle"), kRequests);
+    EXPECT_EQ(calls(o, instance), kRequests) << o.summary["probe"]["calls"].dump();
+    bool legacy = bin == b.legacy;
+    EXPECT_EQ(calls(o, legacy ? "hcrust::app::apply::{{closure}}" : "hcrust::app::apply::{closure#0}"), kRequests);
+    EXPECT_EQ(calls(o, legacy ? "hcrust::app::fetch::{{closure}}" : "hcrust::app::fetch::{closure#0}"), kRequests);
+    // Each request ID once; the calls' time against the program's own clock around them.
+    std::map<uint64_t, int> ids;
+    double latency = 0;
+    for (const auto& s : spans(o, process)) {
+      ++ids[s["request_id"].get<uint64_t>()];
+      latency += s["latency_s"].get<double>();
+    }
+    EXPECT_EQ(ids.size(), static_cast<size_t>(kRequests));
+    EXPECT_EQ(ids.begin()->first, 1u);
+    EXPECT_EQ(ids.rbegin()->first, static_cast<uint64_t>(kRequests));
+    ASSERT_TRUE(std::regex_search(o.out, m, std::regex("calls (\\d+) busy_s ([0-9.]+)"))) << o.out;
+    EXPECT_EQ(std::stoi(m[1]), kRequests);
+    double own = std::stod(m[2]);
+    EXPECT_NEAR(latency, own, 0.03 * own) << "the program's own clock: " << own << " s";
+    EXPECT_EQ(o.summary["probe"]["calls"].size(), 5u) << o.summary["probe"]["calls"].dump();
+  }
+}
+
+// The text summary: a function never called shows 0 calls (no nan), and no quantile is shown
+// above the longest call.
+TEST_F(NamedProbeTest, TheSummaryShowsNoNanAndNoQuantileAboveTheMaximum) {
+  const RustBuild& b = rust_build();
+  ASSERT_TRUE(b.error.empty()) << b.error;
+  Outcome o = run({b.v0 + ":app::handler::process_request", b.v0 + ":app::rare"}, {b.v0, "30", "1500"}, "text");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out.find("nan"), std::string::npos) << o.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o.out, m, std::regex("hcrust::app::rare\\s+0  \\(0 calls"))) << o.out;
+  // "hcrust::app::handler::process_request   30  < 2.1 ms  <= 1.9 ms ..." (the name may be
+  // wider than its column).
+  ASSERT_TRUE(
+      std::regex_search(o.out, m,
+                        std::regex("process_request\\s+30\\s+(<=?) ([0-9.]+ [mun]?s)\\s+(<=?) ([0-9.]+ [mun]?s)\\s+"
+                                   "(<=?) ([0-9.]+ [mun]?s)\\s+([0-9.]+ [mun]?s)")))
+      << o.out;
+  auto seconds = [](std::string t) {
+    double v = std::stod(t);
+    if (t.ends_with(" ms")) return v * 1e-3;
+    if (t.ends_with(" us")) return v * 1e-6;
+    if (t.ends_with(" ns")) return v * 1e-9;
+    return v;
+  };
+  double max = seconds(m[7]);
+  EXPECT_GE(max, 1.5e-3);
+  for (int q : {2, 4, 6}) EXPECT_LE(seconds(m[q]), max * 1.0001) << m[0];
+}
+
+// C++ as g++ -O2 emits it: the function, not its .cold fragment; a template by its parameters.
+TEST_F(NamedProbeTest, GccFunctionsAreProbedAtTheirEntry) {
+  Outcome o =
+      run({kClones + ":billing::Engine::handle:arg2", kClones + ":shop::twice<long>(long)", kClones + ":scaled"},
+          {kClones, std::to_string(kRequests)});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(calls(o, "billing::Engine::handle"), kRequests) << o.summary["probe"]["calls"].dump();
+  EXPECT_EQ(calls(o, "shop::twice<long>"), kRequests);
+  EXPECT_EQ(calls(o, "scaled"), kRequests);  // its only copy is a .constprop clone
+  std::map<uint64_t, int> ids;
+  for (const auto& s : spans(o, "billing::Engine::handle")) ++ids[s["request_id"].get<uint64_t>()];
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kRequests));
+  // What is left of an inlined function is refused with why.
+  Outcome inlined = run({kClones + ":lookup"}, {kClones, "1"});
+  EXPECT_EQ(inlined.exit_code, 2);
+  EXPECT_NE(inlined.err.find("it was inlined into its callers"), std::string::npos) << inlined.err;
+}
+
+}  // namespace
+}  // namespace pm::test
