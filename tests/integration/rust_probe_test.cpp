@@ -218,22 +218,30 @@ TEST_F(NamedProbeTest, RustFunctionsAreProbedByTheirNamesInBothManglings) {
     // Everything at once: a module function with its request ID (by its path, and with the
     // crate: the same function, probed once — another function would be a series of its own),
     // a trait method by its impl path, one instance, a closure, an async fn (its poll function).
-    Outcome o = run({bin + ":app::handler::process_request:arg1", bin + ":hcrust::app::handler::process_request:arg1",
-                     bin + ":<app::Server as app::Handler>::handle", bin + ":" + instance,
-                     bin + ":app::apply::{closure#0}", bin + ":app::fetch"},
-                    {bin, std::to_string(kRequests), std::to_string(kSpinUs)});
+    // Before Rust 1.67 an async fn's body was inlined into the one generic
+    // <GenFuture<T> as Future>::poll, whose legacy name does not say which fn: not probed there.
+    bool gen_future = sh("nm " + bin + " | grep -q GenFuture") == 0;
+    if (gen_future) std::fprintf(stderr, "rust_probe_test: this rustc wraps async fns in GenFuture: not probed\n");
+    std::vector<std::string> probes = {
+        bin + ":app::handler::process_request:arg1", bin + ":hcrust::app::handler::process_request:arg1",
+        bin + ":<app::Server as app::Handler>::handle", bin + ":" + instance, bin + ":app::apply::{closure#0}"};
+    if (!gen_future) probes.push_back(bin + ":app::fetch");
+    Outcome o = run(probes, {bin, std::to_string(kRequests), std::to_string(kSpinUs)});
     ASSERT_EQ(o.exit_code, 0) << o.err;
-    EXPECT_NE(
-        o.err.find("--probe: 'app::fetch' is an async fn: probing its future's poll function hcrust::app::fetch::{"),
-        std::string::npos)
-        << o.err;
+    if (!gen_future) {
+      EXPECT_NE(
+          o.err.find("--probe: 'app::fetch' is an async fn: probing its future's poll function hcrust::app::fetch::{"),
+          std::string::npos)
+          << o.err;
+      EXPECT_EQ(calls(o, bin == b.legacy ? "hcrust::app::fetch::{{closure}}" : "hcrust::app::fetch::{closure#0}"),
+                kRequests);
+    }
     const std::string process = "hcrust::app::handler::process_request";
     EXPECT_EQ(calls(o, process), kRequests);
     EXPECT_EQ(calls(o, "<hcrust::app::Server as hcrust::app::Handler>::handle"), kRequests);
     EXPECT_EQ(calls(o, instance), kRequests) << o.summary["probe"]["calls"].dump();
     bool legacy = bin == b.legacy;
     EXPECT_EQ(calls(o, legacy ? "hcrust::app::apply::{{closure}}" : "hcrust::app::apply::{closure#0}"), kRequests);
-    EXPECT_EQ(calls(o, legacy ? "hcrust::app::fetch::{{closure}}" : "hcrust::app::fetch::{closure#0}"), kRequests);
     // Each request ID once; the calls' time against the program's own clock around them.
     std::map<uint64_t, int> ids;
     double latency = 0;
@@ -248,7 +256,7 @@ TEST_F(NamedProbeTest, RustFunctionsAreProbedByTheirNamesInBothManglings) {
     EXPECT_EQ(std::stoi(m[1]), kRequests);
     double own = std::stod(m[2]);
     EXPECT_NEAR(latency, own, 0.03 * own) << "the program's own clock: " << own << " s";
-    EXPECT_EQ(o.summary["probe"]["calls"].size(), 5u) << o.summary["probe"]["calls"].dump();
+    EXPECT_EQ(o.summary["probe"]["calls"].size(), gen_future ? 4u : 5u) << o.summary["probe"]["calls"].dump();
   }
 }
 

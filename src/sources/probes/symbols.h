@@ -45,9 +45,13 @@ Result<std::vector<ElfSymbol>> read_function_symbols(const std::string& path);
 Result<std::vector<ElfSymbol>> read_function_symbols_in_memory(std::vector<char>& image, std::string_view what);
 
 // The one symbol FUNCTION names: its mangled name, its demangled name with a parameter list
-// (spaces are not significant), or without one when that names a single function (aliases at
-// one address are one function); "Cart::checkout" also finds "shop::Cart::checkout" when that
-// is the only one. Ambiguous or unknown: an error listing the candidates.
+// (spaces are not significant; a template's return type may be left out), or without one when
+// that names a single function (aliases at one address are one function); "Cart::checkout"
+// also finds "shop::Cart::checkout" when that is the only one. Rust: with or without the crate
+// and the legacy hash, "<T as Trait>::f" also as "T::f", closures, generic instances by their
+// path (v0 "f::<u32>"), an async fn as its future's poll function (said in `note`). GCC's
+// .cold/.part pieces are never the answer; its clones (.constprop, .isra) are their function.
+// Ambiguous or unknown: an error listing the candidates, each as it can be named.
 Result<ElfSymbol> match_symbol(const std::vector<ElfSymbol>& symbols, std::string_view function,
                                std::string_view binary);
 
@@ -58,8 +62,9 @@ Result<std::string> find_binary(std::string_view binary);
 // The file offset of the instruction at virtual address `addr` (what a uprobe attaches to).
 Result<uint64_t> file_offset(const std::string& path, uint64_t addr);
 
-// The name a person reads: __cxa_demangle's, or the name itself when it is not a C++ name or
-// is longer than kMaxDemangledInput. Exposed for tests and fuzzing.
+// The name a person reads, as c++filt -i and rustfilt print it (libiberty: C++, Rust legacy and
+// v0, the legacy hash dropped), or the name itself when it is neither or is longer than
+// kMaxDemangledInput. Exposed for tests and fuzzing.
 std::string demangle(const std::string& name);
 
 // A probe ready to attach.
