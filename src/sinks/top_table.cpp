@@ -56,7 +56,7 @@ std::string psi_cpu(const TopRow& r, double /*s*/) { return opt_percent(r.cgroup
 std::string psi_io(const TopRow& r, double /*s*/) { return opt_percent(r.cgroup->io_pressure_pct); }
 std::string psi_mem(const TopRow& r, double /*s*/) { return opt_percent(r.cgroup->memory_pressure_pct); }
 std::string runq_p99(const TopRow& r, double /*s*/) {
-  if (r.cgroup->runq_p99_s) return "<" + short_time(*r.cgroup->runq_p99_s);
+  if (r.cgroup->runq_p99_s) return std::string("<").append(short_time(*r.cgroup->runq_p99_s));
   return r.cgroup->runq_read ? "-" : kNa;  // "-": no task of it waited in the interval
 }
 
@@ -101,7 +101,7 @@ const std::vector<TopColumn> kCgroupColumns = {
 std::string fit(std::string s, int width, bool left, bool keep_end = false) {
   auto w = static_cast<size_t>(std::max(width, 0));
   if (s.size() > w) {
-    if (keep_end && w > 1) return "<" + s.substr(s.size() - (w - 1));
+    if (keep_end && w > 1) return std::string("<").append(s, s.size() - (w - 1));
     s.resize(w);
     return s;
   }
