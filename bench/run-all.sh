@@ -27,3 +27,7 @@ echo "== perf-monitor report: an hour of live recording at 1 s (3,600 intervals)
 echo
 echo "== the end of a run with 62 probes: summary and exit after the command's"
 "$build/bench/probe_end" "$build/perf-monitor" "$build/tests/pm-many-functions" 62 3
+
+echo
+echo "== --probe start-up: a 1,000-function Rust binary (both manglings) against a 1-function C one"
+"$(dirname "$0")/probe_startup.sh" "$build" 7

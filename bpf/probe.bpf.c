@@ -256,9 +256,17 @@ int call_entry(struct pt_regs *ctx) {
   }
   struct pm_frame *f = &t->frames[d & (PM_MAX_DEPTH - 1)];
   __u32 arg = (cookie >> 16) & 0xff;
+  // A call without an ID argument of its own takes the innermost request it runs in: the
+  // enclosing probed call's ID (its own argN, or one it inherited) or the open USDT request,
+  // whichever began later.
+  struct pm_frame *up = d > 0 ? &t->frames[(d - 1) & (PM_MAX_DEPTH - 1)] : 0;
+  bool from_call = up && up->flags && (!t->in_request || up->start >= t->request.start);
   if (arg) {
     f->request_id = arg_of(ctx, arg);
     f->flags = PM_SPAN_HAS_REQUEST;
+  } else if (from_call) {
+    f->request_id = up->request_id;
+    f->flags = PM_SPAN_IN_REQUEST;
   } else if (t->in_request) {
     f->request_id = t->request.request_id;
     f->flags = PM_SPAN_IN_REQUEST;

@@ -41,7 +41,7 @@ struct pm_span {
   __u64 kside[PM_KSIDE];
 };
 #define PM_SPAN_HAS_REQUEST 1 /* the ID is the call's own (argN) or the request's (USDT) */
-#define PM_SPAN_IN_REQUEST 2  /* the call ran inside an open USDT request: its ID */
+#define PM_SPAN_IN_REQUEST 2  /* the call ran inside a request (USDT, or an enclosing call's argN): its ID */
 
 /* An open call: when it began, its request ID, and the thread's figures then. */
 struct pm_frame {

@@ -20,6 +20,7 @@ packages=(
   bpftool                            # vmlinux.h from the kernel's BTF, and the skeletons
   libbpf-dev libelf-dev zlib1g-dev   # loading the eBPF programs (libbpf and what it links)
   liblzma-dev                        # probes: symbols in the xz-compressed .gnu_debugdata
+  libdw-dev                          # probes: where a function without a symbol was inlined (DWARF)
   libiberty-dev                      # probes: C++ and Rust (legacy and v0) names demangled
   rustc rustfilt                     # tests: Rust programs probed by name, demangling checked against rustfilt
   binutils xz-utils                  # tests: build a MiniDebugInfo binary (objcopy, xz)

@@ -453,9 +453,7 @@ TEST_F(ExactTest, TwentyThousandAndOneProcesses) {
 }
 
 TEST_F(ExactTest, RunQueueWaitsAgreeWithBpftrace) {
-  if (std::system("command -v bpftrace >/dev/null") != 0) {
-    GTEST_SKIP() << "bpftrace is not installed (scripts/install-deps.sh installs it)";
-  }
+  if (std::string why = bpftrace_missing(); !why.empty()) GTEST_SKIP() << why;
   // bpftrace's runqlat, on the workload's tasks only: a stamp at wakeup and at preemption, a wait
   // at the next switch-in.
   // The workload under a name of its own (its comm), so that other tests' pm-workloads running
@@ -464,49 +462,28 @@ TEST_F(ExactTest, RunQueueWaitsAgreeWithBpftrace) {
   std::string program = scratch_dir() + "/" + comm;
   ::unlink(program.c_str());
   ASSERT_EQ(::symlink(workload().c_str(), program.c_str()), 0) << program;
-  std::string script = temp_base() + ".bt", out = temp_base() + "-bt.out";
-  std::ofstream(script) << R"(
-tracepoint:sched:sched_wakeup, tracepoint:sched:sched_wakeup_new /args->comm == ")" << comm << R"("/ { @q[args->pid] = nsecs; }
+  Bpftrace bt(R"(
+tracepoint:sched:sched_wakeup, tracepoint:sched:sched_wakeup_new /args->comm == ")" + comm + R"("/ { @q[args->pid] = nsecs; }
 tracepoint:sched:sched_switch {
-  if (args->prev_state == 0 && args->prev_comm == ")" << comm << R"(") { @q[args->prev_pid] = nsecs; }
+  if (args->prev_state == 0 && args->prev_comm == ")" + comm + R"(") { @q[args->prev_pid] = nsecs; }
   if (@q[args->next_pid]) { @waits = count(); delete(@q[args->next_pid]); }
 }
 END { clear(@q); }
-)";
-  if (std::system("mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing") != 0) {
-    GTEST_SKIP() << "tracefs cannot be mounted: bpftrace's tracepoints need it";
+)");
+  if (!bt.attached()) {
+    ::unlink(program.c_str());
+    GTEST_SKIP() << "bpftrace did not attach within 40 s (a loaded machine): " << bt.stop();
   }
-  pid_t bt = ::fork();
-  if (bt == 0) {
-    int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::execlp("bpftrace", "bpftrace", script.c_str(), nullptr);
-    ::_exit(127);
-  }
-  // bpftrace says "Attaching" once its probes are in.
-  for (int i = 0; i < 300; ++i) {
-    std::ifstream in(out);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (ss.str().find("Attaching") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   constexpr int kTrips = 20000;
-  Outcome o = run_pm({"run", "--format", "json", "--", program, "pingpong", std::to_string(kTrips)});
+  Outcome o = run_pm({"run", "--format", "json", "--", program, "pingpong", std::to_string(kTrips)},
+                     {.sigint_after = std::nullopt, .timeout = std::chrono::seconds(40)});
   ::unlink(program.c_str());
-  ::kill(bt, SIGINT);
-  ::waitpid(bt, nullptr, 0);
-  std::ifstream in(out);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  ::unlink(script.c_str());
-  ::unlink(out.c_str());
-  ASSERT_FALSE(o.summary.is_null()) << o.err;
-  auto at = ss.str().find("@waits: ");
-  ASSERT_NE(at, std::string::npos) << ss.str();
-  double bpftrace_waits = std::stod(ss.str().substr(at + 8));
+  std::string text = bt.stop();
+  ASSERT_FALSE(o.summary.is_null()) << "exit " << o.exit_code << ": " << o.err;
+  auto at = text.find("@waits: ");
+  ASSERT_NE(at, std::string::npos) << text;
+  double bpftrace_waits = std::stod(text.substr(at + 8));
   double ours = o.summary["proc_runq_latency_seconds"]["count"].get<double>();
   EXPECT_GE(bpftrace_waits, 2 * kTrips);
   EXPECT_NEAR(ours, bpftrace_waits, 0.1 * bpftrace_waits);

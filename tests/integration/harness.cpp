@@ -244,4 +244,63 @@ Outcome RunningPm::stop(int sig, std::chrono::seconds timeout) {
   return o;
 }
 
+Bpftrace::Bpftrace(const std::string& script, const std::vector<std::pair<std::string, std::string>>& env)
+    : script_(temp_base() + ".bt"), out_(script_ + ".out") {
+  std::ofstream(script_) << script;
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int fd = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
+    ::execlp("bpftrace", "bpftrace", script_.c_str(), nullptr);
+    ::_exit(127);
+  }
+}
+
+Bpftrace::~Bpftrace() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  ::unlink(script_.c_str());
+  ::unlink(out_.c_str());
+}
+
+bool Bpftrace::attached(std::chrono::seconds timeout) {
+  return pid_ > 0 && wait_for_text(out_, "Attaching", timeout, [this] {
+           if (::waitpid(pid_, nullptr, WNOHANG) != pid_) return true;
+           pid_ = -1;
+           return false;
+         });
+}
+
+std::string Bpftrace::stop(std::chrono::seconds timeout) {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGINT);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (::waitpid(pid_, nullptr, WNOHANG) != pid_) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "bpftrace did not end within " << timeout.count() << " s of SIGINT: killed";
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    pid_ = -1;
+  }
+  return output();
+}
+
+std::string bpftrace_missing() {
+  if (std::system("command -v bpftrace >/dev/null") != 0) {
+    return "bpftrace is not installed (scripts/install-deps.sh installs it)";
+  }
+  if (std::system("mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing") != 0) {
+    return "tracefs cannot be mounted: bpftrace's tracepoints need it";
+  }
+  return "";
+}
+
 }  // namespace pm::test

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -89,6 +90,31 @@ class RunningPm {
   pid_t pid_ = -1;
   int exit_status_ = 0;
 };
+
+// bpftrace running a script in the background (its stdout and stderr to a file), the independent
+// truth some tests hold perf-monitor to. Every wait is bounded, so a slow or stuck bpftrace on a
+// loaded machine fails or skips a test with a reason instead of hanging it; killed (SIGKILL) if
+// still running when destroyed.
+class Bpftrace {
+ public:
+  explicit Bpftrace(const std::string& script, const std::vector<std::pair<std::string, std::string>>& env = {});
+  ~Bpftrace();
+  Bpftrace(const Bpftrace&) = delete;
+  Bpftrace& operator=(const Bpftrace&) = delete;
+  // Waits until its probes are in ("Attaching" is printed just before); false when it ended
+  // without or `timeout` passed.
+  bool attached(std::chrono::seconds timeout = std::chrono::seconds(40));
+  // Sends SIGINT (its END block and maps print), waits at most `timeout`, then SIGKILL; returns
+  // all it printed.
+  std::string stop(std::chrono::seconds timeout = std::chrono::seconds(20));
+  [[nodiscard]] std::string output() const { return slurp(out_); }
+
+ private:
+  std::string script_, out_;
+  pid_t pid_ = -1;
+};
+// "" when bpftrace and tracefs are there, else why not (a reason for GTEST_SKIP).
+std::string bpftrace_missing();
 
 inline std::string binary() { return PM_BINARY; }
 inline std::string workload() { return PM_WORKLOAD; }

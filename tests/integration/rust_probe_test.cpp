@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -291,20 +292,87 @@ TEST_F(NamedProbeTest, TheSummaryShowsNoNanAndNoQuantileAboveTheMaximum) {
 
 // C++ as g++ -O2 emits it: the function, not its .cold fragment; a template by its parameters.
 TEST_F(NamedProbeTest, GccFunctionsAreProbedAtTheirEntry) {
-  Outcome o =
-      run({kClones + ":billing::Engine::handle:arg2", kClones + ":shop::twice<long>(long)", kClones + ":scaled"},
-          {kClones, std::to_string(kRequests)});
+  // handle writes and fsyncs a file in each call: fsync, probed without an ID of its own, runs
+  // inside handle's call and carries handle's request ID (its arg2).
+  std::string file = temp_base() + "-fsync";
+  Outcome o = run({kClones + ":billing::Engine::handle:arg2", kClones + ":shop::twice<long>(long)", kClones + ":scaled",
+                   "libc.so.6:fsync"},
+                  {kClones, std::to_string(kRequests), file});
+  ::unlink(file.c_str());
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(calls(o, "billing::Engine::handle"), kRequests) << o.summary["probe"]["calls"].dump();
   EXPECT_EQ(calls(o, "shop::twice<long>"), kRequests);
   EXPECT_EQ(calls(o, "scaled"), kRequests);  // its only copy is a .constprop clone
-  std::map<uint64_t, int> ids;
+  EXPECT_EQ(calls(o, "fsync"), kRequests);
+  std::map<uint64_t, int> ids, nested;
   for (const auto& s : spans(o, "billing::Engine::handle")) ++ids[s["request_id"].get<uint64_t>()];
+  for (const auto& s : spans(o, "fsync")) ++nested[s.value("request_id", uint64_t{0})];
   EXPECT_EQ(ids.size(), static_cast<size_t>(kRequests));
+  EXPECT_EQ(ids.begin()->first, 1u);
+  EXPECT_EQ(ids.rbegin()->first, static_cast<uint64_t>(kRequests));
+  EXPECT_EQ(nested, ids) << "fsync's request IDs are handle's, each once";
   // What is left of an inlined function is refused with why.
   Outcome inlined = run({kClones + ":lookup"}, {kClones, "1"});
   EXPECT_EQ(inlined.exit_code, 2);
   EXPECT_NE(inlined.err.find("it was inlined into its callers"), std::string::npos) << inlined.err;
+}
+
+// A function inlined into every caller has no symbol: the error says so, and where, from DWARF
+// (clones.cpp's tiny, inlined into main at the line that says so).
+TEST_F(NamedProbeTest, AFullyInlinedFunctionSaysWhereItWasInlined) {
+  std::ifstream src(PM_CLONES_SOURCE);
+  std::string line;
+  int at = 0;
+  for (int n = 1; std::getline(src, line); ++n) {
+    if (line.find("// the call tiny is inlined at") != std::string::npos) at = n;
+  }
+  ASSERT_GT(at, 0);
+  Outcome o = run({kClones + ":tiny"}, {kClones, "1"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("'tiny' has no symbol in " + kClones + ": it was inlined into every caller, into main (clones.cpp:" +
+                       std::to_string(at) + ")"),
+            std::string::npos)
+      << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << "one line: " << o.err;
+}
+
+// A stripped binary whose symbols are in a separate debug file, where Debian's -dbgsym packages
+// put them (/usr/lib/debug/.build-id/xx/yyyy.debug), or beside it by .gnu_debuglink.
+TEST_F(NamedProbeTest, AStrippedBinaryIsProbedByNameThroughItsDebugFile) {
+  std::string objcopy = tool("objcopy", "binutils");
+  ASSERT_FALSE(objcopy.empty());
+  std::string dir = temp_base() + "-strip";
+  ASSERT_EQ(sh("mkdir -p " + dir), 0);
+  std::string bin = dir + "/pm-clones", debug = dir + "/pm-clones.debug";
+  ASSERT_EQ(sh(objcopy + " --only-keep-debug " + kClones + " " + debug + " && " + objcopy +
+               " --strip-all --add-gnu-debuglink=" + debug + " " + kClones + " " + bin),
+            0);
+  // Stripped and without its debug file: refused, and the error says where it looked.
+  ASSERT_EQ(sh("mv " + debug + " " + dir + "/moved.debug"), 0);
+  Outcome none = run({bin + ":billing::Engine::handle"}, {bin, "1"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("stripped"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("/usr/lib/debug/.build-id/"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("pm-clones.debug"), std::string::npos) << none.err;
+  // Beside it, by .gnu_debuglink (its CRC checked).
+  ASSERT_EQ(sh("mv " + dir + "/moved.debug " + debug), 0);
+  Outcome beside = run({bin + ":billing::Engine::handle"}, {bin, std::to_string(kRequests)});
+  EXPECT_EQ(beside.exit_code, 0) << beside.err;
+  EXPECT_EQ(calls(beside, "billing::Engine::handle"), kRequests) << beside.err;
+  // Under /usr/lib/debug/.build-id/, by its build ID (a file of another build there is not used).
+  std::string id = first_line("readelf -n " + bin + " | sed -n 's/.*Build ID: //p'");
+  ASSERT_GE(id.size(), 8u) << "pm-clones has no build ID";
+  std::string by_id = "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+  bool existed = ::access(by_id.c_str(), F_OK) == 0;
+  ASSERT_FALSE(existed) << by_id << " exists already";
+  ASSERT_EQ(sh("mkdir -p $(dirname " + by_id + ") && mv " + debug + " " + by_id), 0);
+  Outcome found = run({bin + ":billing::Engine::handle", bin + ":shop::twice<long>(long)"},
+                      {bin, std::to_string(kRequests)});
+  ::unlink(by_id.c_str());
+  EXPECT_EQ(found.exit_code, 0) << found.err;
+  EXPECT_EQ(calls(found, "billing::Engine::handle"), kRequests) << found.err;
+  EXPECT_EQ(calls(found, "shop::twice<long>"), kRequests) << found.err;
+  sh("rm -rf " + dir);
 }
 
 }  // namespace

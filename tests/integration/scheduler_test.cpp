@@ -348,12 +348,7 @@ class RunQueueTest : public SchedulerTest {
   void SetUp() override {
     SchedulerTest::SetUp();
     if (IsSkipped()) return;
-    if (std::system("command -v bpftrace >/dev/null") != 0) {
-      GTEST_SKIP() << "bpftrace is not installed (scripts/install-deps.sh installs it)";
-    }
-    if (std::system("mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing") != 0) {
-      GTEST_SKIP() << "tracefs cannot be mounted: bpftrace's tracepoints need it";
-    }
+    if (std::string why = bpftrace_missing(); !why.empty()) GTEST_SKIP() << why;
     // The workload under a name of its own (its comm), so that other tests' pm-workloads running
     // meanwhile are not in bpftrace's tree.
     comm = "pmrq" + std::to_string(::getpid());
@@ -369,7 +364,6 @@ class RunQueueTest : public SchedulerTest {
   // tasks for bpftrace. System-wide, bpftrace counts from the tree's first switch-in until
   // `processes` of its processes have exited: the run's window, less its exec and its reaping.
   Runqlat measure(const std::vector<std::string>& cmd, const std::string& tree_comm, Outcome& o, int processes = 1) {
-    std::string script = temp_base() + ".bt", out = temp_base() + "-bt.out";
     std::string text = R"(
 tracepoint:sched:sched_wakeup, tracepoint:sched:sched_wakeup_new { if (args->pid != 0) { @q[args->pid] = nsecs; } }
 tracepoint:sched:sched_switch {
@@ -388,36 +382,19 @@ END { clear(@q); clear(@on); clear(@gone); }
 )";
     for (size_t at; (at = text.find("COMM")) != std::string::npos;) text.replace(at, 4, tree_comm);
     text.replace(text.find("PROCESSES"), 9, std::to_string(processes));
-    std::ofstream(script) << text;
-    pid_t bt = ::fork();
-    if (bt == 0) {
-      int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::setenv("BPFTRACE_MAP_KEYS_MAX", "65536", 1);
-      ::execlp("bpftrace", "bpftrace", script.c_str(), nullptr);
-      ::_exit(127);
-    }
-    // bpftrace says "Attaching" just before its probes go in.
-    bool attached = wait_for_text(out, "Attaching", std::chrono::seconds(30),
-                                  [bt] { return ::waitpid(bt, nullptr, WNOHANG) == 0; });
+    Bpftrace bt(text, {{"BPFTRACE_MAP_KEYS_MAX", "65536"}});
+    bool attached = bt.attached();
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     std::vector<std::string> args = {"run", "--format", "json", "--"};
     args.insert(args.end(), cmd.begin(), cmd.end());
     o = run_pm(args);
-    ::kill(bt, SIGINT);
-    ::waitpid(bt, nullptr, 0);
-    std::ifstream in(out);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    ::unlink(script.c_str());
-    ::unlink(out.c_str());
-    EXPECT_TRUE(attached) << ss.str();
+    std::string printed = bt.stop();
+    EXPECT_TRUE(attached) << printed;
     Runqlat r;
-    r.all = parse_hist(ss.str(), "all");
-    r.tree = parse_hist(ss.str(), "tree");
-    r.all_waits = parse_count(ss.str(), "all_waits");
-    r.tree_waits = parse_count(ss.str(), "tree_waits");
+    r.all = parse_hist(printed, "all");
+    r.tree = parse_hist(printed, "tree");
+    r.all_waits = parse_count(printed, "all_waits");
+    r.tree_waits = parse_count(printed, "tree_waits");
     return r;
   }
 

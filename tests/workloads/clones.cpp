@@ -4,7 +4,12 @@
 // .cold]" fragment; shop::twice is a template (its demangled name begins with its return type);
 // scaled is cloned for the one constant it is called with (".constprop.0", no other copy);
 // lookup's cheap test is inlined into its callers and the rest outlined (".part.0", no whole
-// function left).
+// function left); tiny is inlined into main, its only caller, and has no symbol at all.
+// `pm-clones N FILE` also writes and fsyncs FILE in each handle call: a probed call nested in
+// handle's.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -13,6 +18,7 @@
 namespace billing {
 struct Engine {
   long total = 0;
+  int fd = -1;
   long handle(long id, int kind);
 };
 
@@ -22,6 +28,7 @@ __attribute__((noinline)) long Engine::handle(long id, int kind) {
     throw std::runtime_error("bad kind " + std::to_string(kind));
   }
   total += id * kind;
+  if (fd >= 0 && (::write(fd, &id, sizeof id) != sizeof id || ::fsync(fd) != 0)) std::perror("fsync");
   return total;
 }
 }  // namespace billing
@@ -67,9 +74,12 @@ __attribute__((noinline)) long lookup_a(const Table* t, long k) { return lookup(
 __attribute__((noinline)) long lookup_b(const Table* t, long k) { return lookup(t, k + 1) + 2; }
 __attribute__((noinline)) long lookup_c(const Table* t, long k) { return lookup(t, k + 2) + 3; }
 
+static inline long tiny(long x) { return x * 3 + 1; }
+
 int main(int argc, char** argv) {
   long n = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 10;
   billing::Engine e;
+  if (argc > 2) e.fd = ::open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   long sum = 0;
   static Table table;
   for (long i = 0; i < 64; ++i) table.slots[i] = i * argc;
@@ -78,6 +88,7 @@ int main(int argc, char** argv) {
     sum += shop::twice<long>(i) + shop::twice<int>(static_cast<int>(i));
     sum += scaled(i, 37);
     sum += lookup_a(&table, i) + lookup_b(&table, i) + lookup_c(&table, i);
+    sum += tiny(sum);  // the call tiny is inlined at
   }
   std::printf("%ld\n", sum);
 }

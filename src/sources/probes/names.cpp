@@ -452,7 +452,6 @@ Result<ElfSymbol> match_symbol(const std::vector<ElfSymbol>& symbols, std::strin
   std::string msg = "no function '" + fn + "' in " + bin;
   std::string hints = closest(cands, function);
   if (!hints.empty()) msg += " (closest: " + hints + ")";
-  if (symbols.empty()) msg += " (it has no symbol table: it was stripped)";
   return make_error(Errc::kNotFound, printable(msg));
 }
 

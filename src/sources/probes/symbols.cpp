@@ -6,6 +6,7 @@
 #include <lzma.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <array>
@@ -18,6 +19,7 @@
 
 #include "core/fd.h"
 #include "core/text.h"
+#include "sources/probes/inlined.h"
 
 namespace pm::probes {
 namespace {
@@ -211,6 +213,153 @@ Result<std::vector<ElfSymbol>> symbols_of(Elf* elf, std::string_view what) {
   return out;
 }
 
+// Calls `each(type, name, desc)` for every note of every SHT_NOTE section.
+void for_each_note(Elf* elf, const std::function<void(uint32_t, std::string_view, std::string_view)>& each) {
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_NOTE) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data == nullptr || data->d_buf == nullptr) continue;
+    GElf_Nhdr nh;
+    size_t off = 0, name_off = 0, desc_off = 0;
+    const char* base = static_cast<const char*>(data->d_buf);
+    while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+      std::string_view name(base + name_off, nh.n_namesz);
+      if (!name.empty() && name.back() == '\0') name.remove_suffix(1);
+      each(nh.n_type, name, std::string_view(base + desc_off, nh.n_descsz));
+    }
+  }
+}
+
+// The GNU build ID in hex ("" when none): what ties a binary to its debug file.
+std::string build_id_of(Elf* elf) {
+  std::string id;
+  for_each_note(elf, [&](uint32_t type, std::string_view name, std::string_view desc) {
+    if (type != NT_GNU_BUILD_ID || name != "GNU" || !id.empty() || desc.size() > 64) return;
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (unsigned char c : desc) id += {kHex[c >> 4], kHex[c & 15]};
+  });
+  return id;
+}
+
+// .gnu_debuglink: the debug file's name (no directory) and the CRC-32 of its contents.
+std::optional<std::pair<std::string, uint32_t>> debuglink_of(Elf* elf) {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return std::nullopt;
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_PROGBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (name == nullptr || std::strcmp(name, ".gnu_debuglink") != 0) continue;
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    if (d == nullptr || d->d_buf == nullptr) return std::nullopt;
+    std::string_view bytes(static_cast<const char*>(d->d_buf), d->d_size);
+    size_t end = bytes.find('\0');
+    size_t crc_at = end == std::string_view::npos ? end : (end + 4) & ~size_t{3};
+    std::string file(bytes.substr(0, end));
+    if (crc_at == std::string_view::npos || crc_at + 4 > bytes.size() || file.empty() || file.find('/') != std::string::npos ||
+        file == "." || file == "..") {
+      return std::nullopt;
+    }
+    uint32_t crc = 0;
+    std::memcpy(&crc, bytes.data() + crc_at, 4);  // the binary's byte order: this host's (checked)
+    return std::pair{file, crc};
+  }
+  return std::nullopt;
+}
+
+// CRC-32 of a whole file (the one .gnu_debuglink states: zlib's), or nullopt on a read error.
+std::optional<uint32_t> crc32_of(int fd) {
+  std::vector<unsigned char> buf(1 << 16);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (off_t at = 0;;) {
+    ssize_t n = ::pread(fd, buf.data(), buf.size(), at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) return static_cast<uint32_t>(crc);
+    crc = crc32(crc, buf.data(), static_cast<uInt>(n));
+    at += n;
+  }
+}
+
+// A binary's symbols: its own tables, or, where it was stripped of .symtab, those of its
+// separate debug file as gdb and perf find it: /usr/lib/debug/.build-id/xx/yyyy.debug (its
+// build ID the binary's), else the file .gnu_debuglink names beside the binary, in its .debug/
+// and under /usr/lib/debug/<its directory> (its CRC-32 the one stated).
+struct SymbolSource {
+  std::vector<ElfSymbol> symbols;
+  std::optional<ElfFile> debug;  // the debug file they came from, held open
+  std::vector<std::string> looked;  // stripped, no debug file: where one was looked for
+};
+
+bool has_symtab(Elf* elf) {
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) != nullptr && sh.sh_type == SHT_SYMTAB) return true;
+  }
+  return false;
+}
+
+std::optional<ElfFile> open_debug_file(const ElfFile& bin, std::vector<std::string>& looked) {
+  std::string id = build_id_of(bin.elf.get());
+  if (id.size() >= 4) {
+    std::string path = "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+    looked.push_back(path);
+    auto f = open_elf(path);
+    if (f && build_id_of(f->elf.get()) == id) return std::move(*f);
+  }
+  auto link = debuglink_of(bin.elf.get());
+  if (!link) return std::nullopt;
+  // The directory of the file held open, wherever the path typed led.
+  char real[PATH_MAX] = {};
+  ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(bin.fd.get())).c_str(), real, sizeof real - 1);
+  if (n <= 0) return std::nullopt;
+  std::string dir(real, static_cast<size_t>(n));
+  dir.resize(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
+  for (const std::string& path : {dir + "/" + link->first, dir + "/.debug/" + link->first,
+                                  "/usr/lib/debug" + dir + "/" + link->first}) {
+    looked.push_back(path);
+    auto f = open_elf(path);
+    if (!f) continue;
+    struct stat a {}, b {};
+    if (::fstat(f->fd.get(), &a) == 0 && ::fstat(bin.fd.get(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+      continue;  // the binary itself
+    }
+    std::string its = build_id_of(f->elf.get());
+    if (!id.empty() && !its.empty() ? its == id : crc32_of(f->fd.get()) == link->second) return std::move(*f);
+  }
+  return std::nullopt;
+}
+
+Result<SymbolSource> load_symbols(const ElfFile& bin, const std::string& path) {
+  SymbolSource src;
+  auto own = symbols_of(bin.elf.get(), path);
+  if (!own) return own.error();
+  src.symbols = std::move(*own);
+  if (has_symtab(bin.elf.get())) return src;
+  src.debug = open_debug_file(bin, src.looked);
+  if (src.debug) {
+    // Its addresses are the binary's; only the tables are read (its code sections are empty).
+    PM_TRY(collect_functions(src.debug->elf.get(), src.symbols, nullptr, path));
+    src.looked.clear();
+  }
+  return src;
+}
+
+// What a stripped binary's "no function" error adds: where its debug file was looked for.
+std::string not_found_in_stripped(const SymbolSource& src, const std::string& path) {
+  std::string where;
+  for (size_t i = 0; i < src.looked.size(); ++i) {
+    where += (i == 0 ? "" : i + 1 == src.looked.size() ? " or " : ", ") + src.looked[i];
+  }
+  return " (" + path + " is stripped of its symbol table, and no debug file was found" +
+         (where.empty() ? std::string(" (it names none)") : " at " + where) +
+         ": install its debug symbols (Debian: its -dbgsym package) or probe an unstripped build)";
+}
+
 }  // namespace
 
 Result<ProbeSpec> parse_probe_spec(std::string_view text) {
@@ -243,7 +392,9 @@ Result<ProbeSpec> parse_probe_spec(std::string_view text) {
 Result<std::vector<ElfSymbol>> read_function_symbols(const std::string& path) {
   auto f = open_elf(path);
   if (!f) return f.error();
-  return symbols_of(f->elf.get(), path);
+  auto src = load_symbols(*f, path);
+  if (!src) return src.error();
+  return std::move(src->symbols);
 }
 
 Result<std::vector<ElfSymbol>> read_function_symbols_in_memory(std::vector<char>& image, std::string_view what) {
@@ -300,9 +451,25 @@ Result<ResolvedProbe> resolve_probe(const ProbeSpec& spec) {
   // One open: symbols, offset, identity and the attachment all come from this file.
   auto f = open_elf(*path);
   if (!f) return f.error();
-  auto symbols = symbols_of(f->elf.get(), *path);
-  if (!symbols) return symbols.error();
-  auto sym = match_symbol(*symbols, spec.function, spec.binary);
+  auto src = load_symbols(*f, *path);
+  if (!src) return src.error();
+  auto sym = match_symbol(src->symbols, spec.function, spec.binary);
+  if (!sym && sym.error().code == Errc::kNotFound) {
+    // No symbol: where DWARF says it was inlined, the error says so; a stripped binary's says
+    // where its debug file was looked for.
+    const ElfFile& dwarf = src->debug ? *src->debug : *f;
+    std::vector<std::string> sites = inlined_call_sites(dwarf.fd.get(), spec.function, spec.binary);
+    std::string msg = sym.error().message, at;
+    for (size_t i = 0; i < sites.size(); ++i) at += (i ? ", " : "") + sites[i];
+    if (!sites.empty() && msg.starts_with("no function '")) {
+      msg = "'" + spec.function + "' has no symbol in " + spec.binary + ": it was inlined into every caller, into " + at;
+    } else if (!sites.empty()) {
+      msg += "; inlined into " + at;
+    } else if (!src->debug && !has_symtab(f->elf.get())) {
+      msg += not_found_in_stripped(*src, *path);
+    }
+    return make_error(Errc::kNotFound, printable(msg));
+  }
   if (!sym) return sym.error();
   auto off = offset_in(f->elf.get(), sym->addr, *path);
   if (!off) return off.error();
@@ -317,25 +484,15 @@ Result<ResolvedProbe> resolve_probe(const ProbeSpec& spec) {
 bool has_usdt_provider(const std::string& path, std::string_view provider) {
   auto f = open_elf(path);
   if (!f || !check_probeable(f->elf.get(), path)) return false;
-  Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(f->elf.get(), scn)) != nullptr) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_NOTE) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (data == nullptr) continue;
-    GElf_Nhdr nh;
-    size_t off = 0, name_off = 0, desc_off = 0;
-    while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-      const char* base = static_cast<const char*>(data->d_buf);
-      // stapsdt note: three addresses (probe, base, semaphore), then provider\0name\0args\0.
-      if (nh.n_type != 3 || nh.n_namesz != 8 || std::strncmp(base + name_off, "stapsdt", 8) != 0) continue;
-      size_t skip = 3 * (gelf_getclass(f->elf.get()) == ELFCLASS64 ? 8 : 4);
-      if (nh.n_descsz <= skip) continue;
-      std::string_view desc(base + desc_off + skip, nh.n_descsz - skip);
-      if (desc.substr(0, desc.find('\0')) == provider) return true;
-    }
-  }
-  return false;
+  bool found = false;
+  // stapsdt note: three addresses (probe, base, semaphore), then provider\0name\0args\0.
+  size_t skip = 3 * (gelf_getclass(f->elf.get()) == ELFCLASS64 ? 8 : 4);
+  for_each_note(f->elf.get(), [&](uint32_t type, std::string_view name, std::string_view desc) {
+    if (type != 3 || name != "stapsdt" || desc.size() <= skip) return;
+    desc.remove_prefix(skip);
+    if (desc.substr(0, desc.find('\0')) == provider) found = true;
+  });
+  return found;
 }
 
 }  // namespace pm::probes
