@@ -6,8 +6,14 @@
 //        [--threads T] [--first-id ID] [--depth N]
 //
 // Request i gets ID first-id + i. `mix` cycles cpu, sleep, write; `none` does no work (for
-// counting calls). Try it:
+// counting calls). Each request also calls what C++ from g++ -O2 looks like to a probe: class
+// methods (Cart::add, two overloads), a template (price<long>, price<double>), a function with
+// an unlikely error path GCC splits off into a ".cold" piece (validate), and a method in a
+// shared library (libshopdb.so: shopdb::Ledger::record). Try it:
 //   perf-monitor run --probe examples/shop:process_request:arg1 -- build/examples/shop --kind mix
+//   perf-monitor run --probe 'build/examples/shop:shop::price<long>(long)'
+//     --probe build/examples/shop:shop::validate
+//     --probe build/examples/libshopdb.so:shopdb::Ledger::record -- build/examples/shop
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -17,11 +23,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "perf-monitor/annotate.h"
+#include "shopdb.h"
 
 // Kept out of line and unchanged by the optimiser: each is a function the probes can find.
 #define SHOP_PROBED __attribute__((noinline, noipa))
@@ -57,6 +65,24 @@ class Cart {
  private:
   long items_ = 0;
 };
+
+// A template: one function per type. Its demangled name begins with its return type ("long
+// shop::price<long>(long)"); a probe names it without: 'shop::price<long>(long)'.
+template <typename T>
+__attribute__((noinline)) T price(T quantity) {
+  asm volatile("" : "+r"(quantity));
+  return quantity * 3;
+}
+
+// An unlikely error path: GCC moves it into "shop::validate(unsigned long, char const*)
+// [clone .cold]", a piece that is not called as the function; the probe goes on the entry.
+__attribute__((noinline)) int validate(uint64_t id, const char* kind) {
+  if (__builtin_expect(kind == nullptr || id == 0, 0)) {
+    std::fprintf(stderr, "shop: request %llu has no kind\n", static_cast<unsigned long long>(id));
+    throw std::invalid_argument("request " + std::to_string(id) + " has no kind");
+  }
+  return static_cast<int>(std::strlen(kind));
+}
 
 // CPU work until this thread has used `ms` of CPU time.
 SHOP_PROBED void compute(long ms) {
@@ -104,9 +130,12 @@ SHOP_PROBED long nest(long n) {
 // request for perf-monitor.
 SHOP_PROBED int process_request(uint64_t id, const char* kind, const Options& o) {
   PERF_MONITOR_REQUEST_BEGIN(id);
+  thread_local shopdb::Ledger ledger;
   Cart cart;
   cart.add(static_cast<int>(id));
   cart.add("item", 2);
+  validate(id, kind);
+  ledger.record(id, price<long>(static_cast<long>(id)) + static_cast<long>(price<double>(1.5)));
   int rc = 0;
   if (std::strcmp(kind, "cpu") == 0) {
     compute(o.ms);

@@ -156,6 +156,26 @@ TEST_F(ProbeTest, ASharedLibraryFunctionIsProbed) {
   EXPECT_EQ(calls(o, "fsync"), 3);
 }
 
+TEST_F(ProbeTest, TheExampleServicesCxxIsProbedAsGccEmitsIt) {
+  // examples/shop.cpp, as a C++ user names its functions: a template by parameter list without
+  // its return type, a function GCC split a .cold piece off (probed at its entry), a method in
+  // the service's own shared library (by the library's path); each is called once per request.
+  std::string lib = kShop.substr(0, kShop.rfind('/')) + "/libshopdb.so";
+  FILE* nm = ::popen(("nm -C " + kShop).c_str(), "r");
+  ASSERT_NE(nm, nullptr);
+  std::string symbols;
+  for (char buf[4096]; std::fgets(buf, sizeof buf, nm) != nullptr;) symbols += buf;
+  ::pclose(nm);
+  ASSERT_NE(symbols.find("shop::validate(unsigned long, char const*) [clone .cold]"), std::string::npos)
+      << "g++ split no .cold piece off shop::validate: the case is not there";
+  Outcome o = run_shop({kShop + ":shop::price<long>(long)", kShop + ":shop::validate", lib + ":shopdb::Ledger::record"},
+                       {"--kind", "none", "--requests", "25", "--threads", "2"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(calls(o, "shop::price<long>"), 25) << o.summary["probe"].dump();
+  EXPECT_EQ(calls(o, "shop::validate"), 25);
+  EXPECT_EQ(calls(o, "shopdb::Ledger::record"), 25);
+}
+
 TEST_F(ProbeTest, TheSummaryListsTheSlowestRequests) {
   Outcome o = run_pm({"run", "--probe", kShop + ":process_request:arg1", "--", kShop, "--kind", "sleep", "--ms", "5",
                       "--requests", "3", "--first-id", "4711"});
