@@ -9,8 +9,13 @@ namespace pm {
 
 CgroupNames::CgroupNames(std::string mount) : mount_(std::move(mount)) { walk(); }
 
+void CgroupNames::made(uint64_t id, std::string path) {
+  if (paths_.try_emplace(id, std::move(path)).second && ++made_since_walk_ >= kMadeBeforeWalk) walk();
+}
+
 void CgroupNames::walk() {
   walked_ = std::chrono::steady_clock::now();
+  made_since_walk_ = 0;
   // What the last walk knew is kept a while for the ids this one no longer finds (removed since):
   // a cgroup removed within an interval still names its last interval's rows.
   std::unordered_map<uint64_t, std::string> before;

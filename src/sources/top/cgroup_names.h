@@ -23,11 +23,14 @@ class CgroupNames {
   // (the cgroup is gone).
   std::optional<std::string> path(uint64_t id);
   [[nodiscard]] const std::string& mount() const { return mount_; }
-  // A cgroup made (the kernel said so, with its path): named even if removed before a walk.
-  void made(uint64_t id, std::string path) { removed_.try_emplace(id, Removed{std::move(path), readings_}); }
+  // A cgroup made (the kernel said so, with its path): named as if a walk had found it, so even
+  // if it is removed before one; its name ages only once a walk misses it. Every
+  // kMadeBeforeWalk of them a walk is made, which bounds what cgroup churn keeps.
+  void made(uint64_t id, std::string path);
   // Called once per reading: ages the names of removed cgroups.
   void next_reading();
   static constexpr uint64_t kRemovedReadings = 2;
+  static constexpr size_t kMadeBeforeWalk = 1024;
 
  private:
   void walk();
@@ -41,6 +44,7 @@ class CgroupNames {
     uint64_t reading;  // when a walk first missed it
   };
   std::unordered_map<uint64_t, Removed> removed_;
+  size_t made_since_walk_ = 0;
   uint64_t readings_ = 0;
 };
 
