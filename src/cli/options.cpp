@@ -28,7 +28,8 @@ constexpr const char* kExamples = R"(
 Examples:
   perf-monitor                              live system-wide monitor, one block per second
   perf-monitor --interval 5s --duration 1m  a block every 5 s for one minute, then a summary
-  perf-monitor run -- make -j2              profile a build's whole process tree
+  perf-monitor run -- make -j2              profile a build's whole process tree (the report
+                                            on standard error: make's output is left alone)
   perf-monitor run --format json -o out.jsonl -- ./app --flag
                                             JSON Lines, one object per interval and a summary
   perf-monitor attach --pid 1234            follow a running process tree until it exits
@@ -77,6 +78,109 @@ Examples:
 const CLI::Validator kNonEmpty(
     [](std::string& v) { return v.empty() ? std::string("an empty value is not allowed") : std::string(); }, "", "");
 
+// A whole number from lo to hi, with a message in words ("--top: wants a whole number from 0
+// to 64, not '-1'") instead of the command-line library's range in floating point.
+CLI::Validator whole_number(long long lo, long long hi, const std::string& what = "a whole number") {
+  return CLI::Validator(
+      [=](std::string& v) {
+        auto n = parse_u64(v.starts_with("-") ? std::string_view() : std::string_view(v));
+        bool in = n && *n >= static_cast<unsigned long long>(std::max(lo, 0LL)) && *n <= static_cast<unsigned long long>(hi);
+        if (in) return std::string();
+        std::string range = hi == std::numeric_limits<int>::max() ? "from " + std::to_string(lo) + " up"
+                                                                     : "from " + std::to_string(lo) + " to " + std::to_string(hi);
+        return "wants " + what + " " + range + ", not '" + printable(v) + "'";
+      },
+      "", "");
+}
+
+// The closest of `names` to `typed` when it is close enough to be a typo ("" when none).
+std::string closest_name(std::string_view typed, const std::vector<std::string>& names) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, typed.size() / 3) + 1;
+  for (const std::string& n : names) {
+    size_t d = edit_distance(typed, n);
+    if (d < best_d || (!typed.empty() && n.starts_with(typed) && d == best_d)) {
+      best = n;
+      best_d = d;
+    }
+  }
+  return best;
+}
+
+// The command-line library's "arguments were not expected" said as perf-monitor says things:
+// which word is wrong, and what was probably meant (a flag of this or another subcommand, or a
+// subcommand).
+std::string explain_extras(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* here = &app;
+  std::vector<std::string> subcommands;
+  for (const CLI::App* sub : app.get_subcommands({})) subcommands.push_back(sub->get_name());
+  auto flags_of = [](const CLI::App* a) {
+    std::vector<std::string> out;
+    for (const CLI::Option* o : a->get_options()) {
+      for (const std::string& l : o->get_lnames()) out.push_back("--" + l);
+      for (const std::string& s : o->get_snames()) out.push_back("-" + s);
+    }
+    return out;
+  };
+  auto option_of = [](const CLI::App* a, std::string_view flag) -> const CLI::Option* {
+    for (const CLI::Option* o : a->get_options()) {
+      for (const std::string& l : o->get_lnames()) {
+        if (flag == "--" + l) return o;
+      }
+      for (const std::string& s : o->get_snames()) {
+        if (flag == "-" + s) return o;
+      }
+    }
+    return nullptr;
+  };
+  bool value_next = false, seen_subcommand = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") break;
+    if (value_next) {
+      value_next = false;
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-') {
+      std::string flag = a.substr(0, a.find('='));
+      if (const CLI::Option* o = option_of(here, flag); o != nullptr) {
+        value_next = o->get_expected_min() > 0 && a.find('=') == std::string::npos;
+        continue;
+      }
+      if (here != &app) {
+        if (const CLI::Option* o = option_of(&app, flag); o != nullptr) {
+          value_next = o->get_expected_min() > 0 && a.find('=') == std::string::npos;
+          continue;
+        }
+      }
+      std::string msg = "unknown flag " + printable(flag);
+      if (here != &app) msg += " for " + here->get_name();
+      std::string near = closest_name(flag, flags_of(here));
+      if (near.empty()) {
+        for (const CLI::App* sub : app.get_subcommands({})) {
+          if (option_of(sub, flag) != nullptr) {
+            return msg + ": it is a flag of `perf-monitor " + sub->get_name() + "`";
+          }
+        }
+      }
+      return msg + (near.empty() ? "" : " (did you mean " + near + "?)");
+    }
+    if (!seen_subcommand && here == &app) {
+      if (std::find(subcommands.begin(), subcommands.end(), a) != subcommands.end()) {
+        here = app.get_subcommand(a);
+        seen_subcommand = true;
+        continue;
+      }
+      std::string near = closest_name(a, subcommands);
+      return "unknown subcommand '" + printable(a) + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+             "; the subcommands are run, attach, top, list and report";
+    }
+    return "unexpected argument '" + printable(a) + "'" +
+           (here->get_name() == "run" ? ": the command to run comes after --, e.g. perf-monitor run -- make" : "");
+  }
+  return "";
+}
+
 // Usage errors exit 2 even where standard error cannot be written (closed, a full disk).
 int usage_error(const std::string& msg) {
   say(msg + " (see 'perf-monitor --help')");
@@ -114,30 +218,39 @@ Invocation parse_command_line(int argc, char** argv) {
   auto add_common = [&](CLI::App* a) {
     a->add_option("-f,--format", format, "Output format: text (default) or json (JSON Lines)")
         ->check(kNonEmpty)
-        ->check(CLI::IsMember({"text", "json"}));
+        ->check(CLI::IsMember({"text", "json"}))
+        ->type_name("FORMAT");
     a->add_option("-o,--output", output,
-                  "Write the output to FILE instead of standard output. A file is written as .FILE.XXXXXXXX "
+                  "Write the output to FILE instead of standard output (in run and attach: standard error, so "
+                  "standard output is the command's alone; -o - writes there). A file is written as .FILE.XXXXXXXX "
                   "beside it and renamed to FILE when monitoring ends (a failed run leaves FILE as it was); a "
                   "symbolic link or another user's file at FILE is an error; a FIFO or device is written directly")
-        ->check(kNonEmpty);
+        ->check(kNonEmpty)
+        ->type_name("FILE");
     a->add_option("-i,--interval", interval, "Time between interval reports, e.g. 500ms, 1s, 5s (default 1s)")
-        ->check(kNonEmpty);
+        ->check(kNonEmpty)
+        ->type_name("DURATION");
     a->add_option("-d,--duration", duration,
                   "Stop after this long (in `run`, the command is sent SIGTERM, like timeout(1))")
-        ->check(kNonEmpty);
+        ->check(kNonEmpty)
+        ->type_name("DURATION");
     a->add_option("-c,--config", config_path, "TOML configuration file; flags override its settings")
-        ->check(kNonEmpty);
+        ->check(kNonEmpty)
+        ->type_name("FILE");
     a->add_option("-e,--events", events,
                   "Counters to read, comma-separated: cycles, instructions, cache_misses, L1-dcache-load-misses, "
                   "r01c2, cpu/event=0x2e,umask=0x41/, power/energy-pkg/ ... (see `perf-monitor list`)")
-        ->check(kNonEmpty);
+        ->check(kNonEmpty)
+        ->type_name("EVENTS");
     a->add_option("--tree-interval", tree_interval,
                   "How often the process tree is read (default 100ms in run, the interval in attach)")
-        ->check(kNonEmpty);
+        ->check(kNonEmpty)
+        ->type_name("DURATION");
     a->add_option("--probe", probe_texts,
                   "Probe a function: BINARY:FUNCTION[:argN] (repeatable). FUNCTION is a C name, a C++ name "
-                  "(ns::Class::method, optionally with its parameter list) or a mangled one; :argN takes the "
-                  "request ID from integer argument N (1-6)")
+                  "(ns::Class::method, optionally with its parameter list), a Rust path (app::handler::process_request, "
+                  "with or without the crate) or a mangled name; :argN takes the request ID from integer argument N "
+                  "(1-6), and probed calls inside that call carry it too")
         ->allow_extra_args(false)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->check(kNonEmpty)
@@ -148,19 +261,22 @@ Invocation parse_command_line(int argc, char** argv) {
         ->check(kNonEmpty)
         ->type_name("ADDR:PORT");
     a->add_option("--top", top_count, "Live mode: the N busiest processes and cgroups per interval (default 10; 0: off)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(whole_number(0, std::numeric_limits<int>::max()))
+        ->type_name("N");
     a->add_option("--sort", top_sort, "Live mode: rank them by cpu (default), runq, blocked, io, faults or memory")
         ->check(CLI::IsMember({"cpu", "runq", "blocked", "io", "faults", "memory"}));
     a->add_option("--cgroup-depth", cgroup_depth,
                   "Live mode: cgroups deeper than N count for their ancestor at depth N (default 2)")
-        ->check(CLI::Range(0, 64));
+        ->check(whole_number(0, 64))
+        ->type_name("N");
     a->add_flag("--threads", top_threads,
                 "Live mode: a list of the busiest threads too (a thread's RSS is its process's)");
     a->add_option("--prometheus-processes", prometheus_processes,
                   "With --prometheus: series per process group for processes whose name matches REGEX")
         ->type_name("REGEX");
     a->add_option("--max-series", max_series, "With --prometheus: at most N cgroup rows and N process-group rows (default 1000)")
-        ->check(CLI::PositiveNumber);
+        ->check(whole_number(1, std::numeric_limits<int>::max()))
+        ->type_name("N");
   };
   add_common(&app);
   app.add_option("--cgroup", cgroup,
@@ -182,7 +298,8 @@ Invocation parse_command_line(int argc, char** argv) {
   attach->add_option("-p,--pid", pid, "PID of the tree's root process")
       ->required()
       ->check(kNonEmpty)
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+      ->check(whole_number(1, std::numeric_limits<int>::max(), "a process ID,"))
+      ->type_name("PID");
 
   CLI::App* list = app.add_subcommand("list", "Show every source and whether it is available here");
   add_common(list);
@@ -207,6 +324,11 @@ Invocation parse_command_line(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     inv.kind = Invocation::Kind::kDone;
     inv.exit_code = printed(app.exit(e));
+    return inv;
+  } catch (const CLI::ExtrasError& e) {
+    inv.kind = Invocation::Kind::kDone;
+    std::string why = explain_extras(app, argc, argv);
+    inv.exit_code = usage_error(why.empty() ? std::string(e.what()) : why);
     return inv;
   } catch (const CLI::ParseError& e) {
     inv.kind = Invocation::Kind::kDone;
@@ -308,9 +430,11 @@ Invocation parse_command_line(int argc, char** argv) {
   if (run->parsed()) {
     inv.target.mode = Mode::kRun;
     inv.target.command = command;
+    c.report_on_stderr = true;
   } else if (attach->parsed()) {
     inv.target.mode = Mode::kAttach;
     inv.target.pid = pid;
+    c.report_on_stderr = true;
   } else if (list->parsed()) {
     inv.kind = Invocation::Kind::kList;
   } else if (!cgroup.empty()) {

@@ -28,7 +28,10 @@ struct ProbeSpec {
 struct Config {
   // [output]
   OutputFormat format = OutputFormat::kText;
-  std::string output_path;  // empty: standard output
+  std::string output_path;  // empty: standard output (standard error where report_on_stderr); "-": standard output
+  // run and attach: the report goes to standard error unless -o says otherwise, so the
+  // command's standard output is its own (as perf stat leaves it).
+  bool report_on_stderr = false;
   Duration interval = std::chrono::seconds(1);
   std::optional<Duration> duration;  // stop after this long
   // [process_tree]: how often the target's tree is walked and read. Unset: 100 ms in `run`,

@@ -19,8 +19,14 @@ Result<Duration> parse_duration(std::string_view text) {
   std::string_view s = trim(text);
   size_t unit_at = s.find_first_not_of("0123456789.");
   std::string_view number = s.substr(0, unit_at);
-  std::string_view unit = unit_at == std::string_view::npos ? "s" : s.substr(unit_at);
   auto value = parse_double(number);
+  if (unit_at == std::string_view::npos && value && *value > 0) {
+    // `--interval 500`: milliseconds or seconds? Said, never guessed.
+    std::string n(number);
+    return make_error(Errc::kInvalidArgument,
+                      "duration '" + std::string(text) + "' has no unit: did you mean " + n + "ms or " + n + "s?");
+  }
+  std::string_view unit = unit_at == std::string_view::npos ? "" : s.substr(unit_at);
   double scale = 0;
   if (unit == "ns")
     scale = 1;

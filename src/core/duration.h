@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Durations as users write them: "100ms", "1s", "1.5s", "2m", "1h", or a bare number of seconds.
+// Durations as users write them: "100ms", "1s", "1.5s", "2m", "1h" (a bare number is refused:
+// milliseconds or seconds?).
 #pragma once
 
 #include <string>

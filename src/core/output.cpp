@@ -11,6 +11,7 @@ namespace pm {
 namespace {
 
 bool stdout_was_closed = false;
+bool stderr_was_closed = false;
 
 }  // namespace
 
@@ -23,12 +24,18 @@ bool guard_standard_fds() {
       ::close(null);
     }
     if (fd == 1) stdout_was_closed = true;
+    if (fd == 2) stderr_was_closed = true;
   }
   return !stdout_was_closed;
 }
 
-Result<Output> Output::open(const std::string& path) {
-  if (path.empty()) {
+Result<Output> Output::open(const std::string& path, bool on_stderr) {
+  if (path.empty() && on_stderr) {
+    Output out(STDERR_FILENO, std::nullopt, "standard error");
+    if (stderr_was_closed) out.error_ = "standard error is closed: nowhere to write the report (use --output FILE)";
+    return out;
+  }
+  if (path.empty() || path == "-") {
     Output out(STDOUT_FILENO, std::nullopt, "standard output");
     if (stdout_was_closed) out.error_ = "standard output is closed: nowhere to write the report (use --output FILE)";
     return out;

@@ -18,11 +18,12 @@ namespace pm {
 
 class Output {
  public:
-  // "" is standard output. A file is opened as OutputFile does (core/safe_file.h): a regular
+  // "" is standard output, or standard error with `on_stderr` (run and attach: the command's
+  // standard output is left to it); "-" is standard output. A file is opened as OutputFile does (core/safe_file.h): a regular
   // file is written beside it and put in place by commit(). A FIFO nobody reads, a directory, a
   // symbolic link planted by someone, another user's file, a file that cannot be created: an
   // error (Errc::kInvalidArgument: a usage error) that says which.
-  static Result<Output> open(const std::string& path);
+  static Result<Output> open(const std::string& path, bool on_stderr = false);
   // Writes to an fd someone else owns (tests: a tmpfile).
   static Output to_fd(int fd, std::string name) { return Output(fd, std::nullopt, std::move(name)); }
 
@@ -51,7 +52,8 @@ void say(std::string_view msg);
 
 // Makes sure descriptors 0, 1 and 2 are open (on /dev/null where they were closed), so that no
 // file perf-monitor opens later takes their number and receives its report by accident. Returns
-// whether standard output was open.
+// whether standard output was open (and remembers whether standard error was, for a report
+// written there).
 bool guard_standard_fds();
 
 }  // namespace pm

@@ -75,13 +75,13 @@ class Session {
   }
 
   int open_output() {
-    auto out = Output::open(cfg_.output_path);
+    auto out = Output::open(cfg_.output_path, cfg_.report_on_stderr);
     if (!out) {
       say(out.error().message);
       return kExitUsage;
     }
     out_.emplace(std::move(*out));
-    if (out_->failed()) {  // standard output was closed before perf-monitor started
+    if (out_->failed()) {  // standard output (or error) was closed before perf-monitor started
       say(out_->error());
       return kExitFailure;
     }

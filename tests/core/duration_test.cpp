@@ -26,8 +26,6 @@ TEST(Duration, ParsesUnits) {
   EXPECT_EQ(parsed("1h"), Duration(3600s));
   EXPECT_EQ(parsed("2500us"), Duration(2500us));
   EXPECT_EQ(parsed("1000000ns"), Duration(1ms));
-  EXPECT_EQ(parsed("3"), Duration(3s));  // bare number: seconds
-  EXPECT_EQ(parsed("0.25"), Duration(250ms));
   EXPECT_EQ(parsed(" 10ms "), Duration(10ms));
 }
 
@@ -39,6 +37,16 @@ TEST(Duration, RejectsBadInput) {
       EXPECT_EQ(d.error().code, Errc::kInvalidArgument) << bad;
       EXPECT_NE(d.error().message.find(std::string("'") + bad + "'"), std::string::npos) << d.error().message;
     }
+  }
+}
+
+TEST(Duration, ANumberWithoutAUnitIsRefusedWithTheUnitsItMayMean) {
+  for (const char* bare : {"500", "3", "0.25"}) {
+    auto d = parse_duration(bare);
+    ASSERT_FALSE(d.ok()) << "accepted '" << bare << "'";
+    EXPECT_EQ(d.error().code, Errc::kInvalidArgument);
+    std::string n = bare;
+    EXPECT_EQ(d.error().message, "duration '" + n + "' has no unit: did you mean " + n + "ms or " + n + "s?");
   }
 }
 

@@ -65,6 +65,7 @@ std::vector<std::string> text_problems(const std::string& text) {
   bool in_cgroups = false;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("perf-monitor: ")) continue;  // its own messages, beside run's report on stderr
     if (line.rfind("--- ", 0) == 0 || line.rfind("=== ", 0) == 0) {
       labels.clear();  // a new block
       if (!cgroups_now.empty()) cgroups_before = std::move(cgroups_now);
@@ -104,9 +105,9 @@ TEST(Cli, TextShowsEveryMetricEachSourceReadsOnce) {
   EXPECT_EQ(text_problems(live.out), std::vector<std::string>{}) << live.out;
   Outcome run = run_pm({"run", "--interval", "200ms", "--", workload(), "cputime", "500"});
   EXPECT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_NE(run.out.find("\ntree     "), std::string::npos) << run.out;
+  EXPECT_NE(run.report.find("\ntree     "), std::string::npos) << run.report;
   if (::geteuid() == 0) {  // other users' /proc/PID/io and smaps_rollup are not readable: n/a, rightly
-    EXPECT_EQ(text_problems(run.out), std::vector<std::string>{}) << run.out;
+    EXPECT_EQ(text_problems(run.report), std::vector<std::string>{}) << run.report;
   }
 }
 
@@ -115,6 +116,35 @@ TEST(Cli, UnknownFlagIsAUsageError) {
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_EQ(lines(o.err), 1u) << o.err;
   EXPECT_NE(o.err.find("--bogus"), std::string::npos) << o.err;
+}
+
+// What was typed wrong, said in words, with what was probably meant: one line, exit 2 each.
+TEST(Cli, MistypedFlagsSubcommandsAndValuesSayWhatWasMeant) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string said;
+  };
+  const std::vector<Case> cases = {
+      {{"--intervall", "1s"}, "unknown flag --intervall (did you mean --interval?)"},
+      {{"run", "--probes", "x:y", "--", "true"}, "unknown flag --probes for run (did you mean --probe?)"},
+      {{"runn", "--", "true"}, "unknown subcommand 'runn' (did you mean 'run'?)"},
+      {{"lsit"}, "unknown subcommand 'lsit' (did you mean 'list'?)"},
+      {{"list", "--pid", "1"}, "unknown flag --pid for list: it is a flag of `perf-monitor attach`"},
+      {{"--top", "-1"}, "--top: wants a whole number from 0 up, not '-1'"},
+      {{"--cgroup-depth", "65"}, "--cgroup-depth: wants a whole number from 0 to 64, not '65'"},
+      {{"attach", "--pid", "abc"}, "--pid: wants a process ID, from 1 up, not 'abc'"},
+      {{"--interval", "500"}, "duration '500' has no unit: did you mean 500ms or 500s?"},
+      {{"run", "--duration", "2", "--", "true"}, "duration '2' has no unit: did you mean 2ms or 2s?"},
+  };
+  for (const Case& c : cases) {
+    Outcome o = run_pm(c.args);
+    std::string line = nlohmann::json(c.args).dump();
+    EXPECT_EQ(o.exit_code, 2) << line << ": " << o.err;
+    EXPECT_EQ(lines(o.err), 1u) << line << ": " << o.err;
+    EXPECT_NE(o.err.find(c.said), std::string::npos) << line << ": " << o.err;
+    EXPECT_EQ(o.err.find("not expected"), std::string::npos) << o.err;
+    EXPECT_EQ(o.err.find("000000"), std::string::npos) << "no range in floating point: " << o.err;
+  }
 }
 
 TEST(Cli, BadDurationIsAUsageError) {

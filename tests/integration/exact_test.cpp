@@ -282,7 +282,7 @@ TEST_F(ExactTest, PssOfATreeThatGrewIsTheTreesPss) {
       last = r["process_tree"]["pss_bytes"].get<double>();
     }
   }
-  EXPECT_NEAR(last, truth, 0.1 * truth) << o.out.substr(0, 2000);
+  EXPECT_NEAR(last, truth, 0.1 * truth) << o.report.substr(0, 2000);
 }
 
 // A process's memory as the kernel's own files give it: VmRSS and RssAnon (status, the per-CPU
@@ -324,18 +324,18 @@ void expect_memory_of_one_process(const std::vector<std::string>& cmd) {
   args.insert(args.end(), cmd.begin(), cmd.end());
   RunningPm pm(args);
   ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
-  auto header = nlohmann::json::parse(pm.out_so_far().substr(0, pm.out_so_far().find('\n')));
+  auto header = nlohmann::json::parse(pm.report_so_far().substr(0, pm.report_so_far().find('\n')));
   auto pid = header["pid"].get<pid_t>();
   std::this_thread::sleep_for(std::chrono::milliseconds(800));  // past its start (and its touch)
   KernelMemory truth;
   size_t from = 0, to = 0;
   for (int attempt = 0; attempt < 5 && to == 0; ++attempt) {
     KernelMemory before = kernel_memory(pid);
-    size_t n0 = intervals_in(pm.out_so_far());
-    for (int i = 0; i < 40 && intervals_in(pm.out_so_far()) < n0 + 3; ++i) {
+    size_t n0 = intervals_in(pm.report_so_far());
+    for (int i = 0; i < 40 && intervals_in(pm.report_so_far()) < n0 + 3; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    size_t n1 = intervals_in(pm.out_so_far());
+    size_t n1 = intervals_in(pm.report_so_far());
     if (kernel_memory(pid) == before && n1 >= n0 + 2) {
       truth = before;
       from = n0 + 1;  // the first one after the reading may have been read before it

@@ -74,6 +74,16 @@ pid_t start_pm(const std::vector<std::string>& args, const std::string& out_path
   return pid;
 }
 
+bool reports_on_stderr(const std::vector<std::string>& args) {
+  bool target = false;
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "-o" || a == "--output" || a.starts_with("--output=")) return false;
+    if (a == "run" || a == "attach") target = true;
+  }
+  return target;
+}
+
 Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts) {
   std::string base = temp_base();
   std::string out_path = base + ".out", err_path = base + ".err";
@@ -100,6 +110,7 @@ Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts) {
   o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   o.out = slurp(out_path);
   o.err = slurp(err_path);
+  o.report = reports_on_stderr(args) ? o.err : o.out;
   ::unlink(out_path.c_str());
   ::unlink(err_path.c_str());
   parse_records(o);
@@ -126,14 +137,18 @@ void expect_pss_within_rss(const nlohmann::json& r) {
 
 void parse_records(Outcome& o) {
   o.records.clear();
-  std::istringstream lines(o.out);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line.front() != '{') continue;
-    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) continue;
-    if (j.value("type", "") == "summary") o.summary = j;
-    expect_pss_within_rss(j);
-    o.records.push_back(std::move(j));
+  // Live mode reports on standard output, run and attach on standard error (the command's
+  // standard output is its own): the records are wherever they were written.
+  for (const std::string* text : {&o.out, &o.err}) {
+    std::istringstream lines(*text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line.front() != '{') continue;
+      auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) continue;
+      if (j.value("type", "") == "summary") o.summary = j;
+      expect_pss_within_rss(j);
+      o.records.push_back(std::move(j));
+    }
   }
 }
 
@@ -142,7 +157,7 @@ std::string temp_base() {
          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
-RunningPm::RunningPm(const std::vector<std::string>& args) : base_(temp_base()) {
+RunningPm::RunningPm(const std::vector<std::string>& args) : base_(temp_base()), on_stderr_(reports_on_stderr(args)) {
   pid_ = start_pm(args, base_ + ".out", base_ + ".err");
 }
 
@@ -220,7 +235,7 @@ SwitchWindow switches_while_monitoring(const std::vector<std::string>& args) {
 }
 
 bool RunningPm::wait_for_output(const std::string& text, std::chrono::seconds timeout) {
-  return wait_for_text(base_ + ".out", text, timeout, [this] { return running(); });
+  return wait_for_text(base_ + (on_stderr_ ? ".err" : ".out"), text, timeout, [this] { return running(); });
 }
 
 Outcome RunningPm::stop(int sig, std::chrono::seconds timeout) {
@@ -240,6 +255,7 @@ Outcome RunningPm::stop(int sig, std::chrono::seconds timeout) {
   o.exit_code = WIFEXITED(exit_status_) ? WEXITSTATUS(exit_status_) : 128 + WTERMSIG(exit_status_);
   o.out = out_so_far();
   o.err = err_so_far();
+  o.report = report_so_far();
   parse_records(o);
   return o;
 }

@@ -18,8 +18,11 @@ namespace pm::test {
 
 struct Outcome {
   int exit_code = -1;
+  // Standard output and error. The report is on standard output in live mode and `top`, on
+  // standard error in `run` and `attach` (standard output is the command's), or in -o FILE.
   std::string out, err;
-  std::vector<nlohmann::json> records;  // stdout lines that are JSON objects
+  std::string report;  // the one of the two the report went to (by that rule; "" with -o FILE)
+  std::vector<nlohmann::json> records;  // lines of stdout, then stderr, that are JSON objects
   nlohmann::json summary;               // the record with "type": "summary", or null
   [[nodiscard]] size_t intervals() const;
 };
@@ -30,9 +33,12 @@ struct RunOptions {
 };
 
 Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts = {});
+// Whether perf-monitor with these arguments reports on standard error: `run` and `attach`
+// without -o (the rule of the CLI, which tests hold it to).
+bool reports_on_stderr(const std::vector<std::string>& args);
 // Starts perf-monitor with stdout and stderr to the given files, in a process group of its own.
 pid_t start_pm(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path);
-// Fills o.records and o.summary from the JSON lines of o.out.
+// Fills o.records and o.summary from the JSON lines of o.out and o.err.
 void parse_records(Outcome& o);
 // A fresh path prefix in the scratch directory.
 std::string temp_base();
@@ -79,6 +85,8 @@ class RunningPm {
   bool running();  // false once it exited (then reaped)
   [[nodiscard]] std::string out_so_far() const;
   [[nodiscard]] std::string err_so_far() const;
+  // What it reported so far: its standard error in `run` and `attach`, else its standard output.
+  [[nodiscard]] std::string report_so_far() const { return on_stderr_ ? err_so_far() : out_so_far(); }
   // Waits until its output holds `text` (JSON: "\"header\"" once monitoring has begun, its
   // sources open: start-up takes longer in a sanitizer build on a busy machine).
   bool wait_for_output(const std::string& text, std::chrono::seconds timeout = std::chrono::seconds(30));
@@ -89,6 +97,7 @@ class RunningPm {
   std::string base_;
   pid_t pid_ = -1;
   int exit_status_ = 0;
+  bool on_stderr_ = false;
 };
 
 // bpftrace running a script in the background (its stdout and stderr to a file), the independent

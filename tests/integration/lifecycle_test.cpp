@@ -211,15 +211,13 @@ TEST_F(LifecycleTest, EarlySignalStillGivesTheSummary) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     Outcome o;
-    std::ifstream in(base + ".out");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    o.out = ss.str();
+    o.out = slurp(base + ".out");
+    o.err = slurp(base + ".err");  // run reports there
     parse_records(o);
     ::unlink((base + ".out").c_str());
     ::unlink((base + ".err").c_str());
     EXPECT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-    EXPECT_FALSE(o.summary.is_null()) << "attempt " << i << ": " << o.out;
+    EXPECT_FALSE(o.summary.is_null()) << "attempt " << i << ": " << o.err;
   }
 }
 

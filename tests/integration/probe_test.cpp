@@ -180,9 +180,9 @@ TEST_F(ProbeTest, TheSummaryListsTheSlowestRequests) {
   Outcome o = run_pm({"run", "--probe", kShop + ":process_request:arg1", "--", kShop, "--kind", "sleep", "--ms", "5",
                       "--requests", "3", "--first-id", "4711"});
   EXPECT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_NE(o.out.find("request 4711: "), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("blocked"), std::string::npos);
-  EXPECT_NE(o.out.find("shop::process_request"), std::string::npos);
+  EXPECT_NE(o.report.find("request 4711: "), std::string::npos) << o.report;
+  EXPECT_NE(o.report.find("blocked"), std::string::npos);
+  EXPECT_NE(o.report.find("shop::process_request"), std::string::npos);
 }
 
 TEST_F(ProbeTest, ACallCutShortByExitIsCountedOpen) {

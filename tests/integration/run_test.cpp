@@ -131,7 +131,7 @@ TEST_F(RunTest, IntervalRecordsWhileTheCommandRuns) {
 // The interval records printed so far (of a perf-monitor still running).
 std::vector<nlohmann::json> intervals_so_far(const RunningPm& pm) {
   std::vector<nlohmann::json> out;
-  std::istringstream lines(pm.out_so_far());
+  std::istringstream lines(pm.report_so_far());
   for (std::string line; std::getline(lines, line);) {
     if (line.find("\"type\":\"interval\"") == std::string::npos) continue;
     auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
@@ -273,6 +273,27 @@ TEST_F(RunTest, ArgumentsThatAreNotUtf8DoNotBreakJson) {
   EXPECT_EQ(o.summary["command"].size(), 4u);
 }
 
+// The command's standard output is its own, as under perf stat: the report goes to standard
+// error (or -o FILE; -o - is standard output).
+TEST_F(RunTest, TheCommandsStandardOutputIsItsAlone) {
+  Outcome text = run_pm({"run", "--interval", "200ms", "--", "sh", "-c", "echo a; sleep 1.2; echo b"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out, "a\nb\n");
+  EXPECT_NE(text.err.find("=== perf-monitor summary"), std::string::npos) << text.err;
+  Outcome json = run_pm({"run", "--format", "json", "--", "sh", "-c", "echo hello"});
+  EXPECT_EQ(json.out, "hello\n");
+  EXPECT_FALSE(json.summary.is_null()) << json.err;
+  // -o -: the records on standard output, after (or among) the command's own lines.
+  Outcome both = run_pm({"run", "--format", "json", "-o", "-", "--", "sh", "-c", "echo hello"});
+  EXPECT_NE(both.out.find("\"header\""), std::string::npos) << both.out.substr(0, 200);
+  EXPECT_NE(("\n" + both.out).find("\nhello\n"), std::string::npos) << both.out.substr(0, 400);
+  EXPECT_FALSE(both.summary.is_null()) << both.out;
+  EXPECT_EQ(both.err, "");
+  // A command whose reader goes away: its own SIGPIPE, nothing of perf-monitor's in the pipe.
+  int rc = std::system((binary() + " run -- seq 1 100000 2>/dev/null | head -2 > " + temp_base() + "-head").c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 0);
+}
+
 TEST_F(RunTest, ClosedOutputPipeIsAnErrorOnceTheCommandEnds) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
@@ -284,8 +305,8 @@ TEST_F(RunTest, ClosedOutputPipeIsAnErrorOnceTheCommandEnds) {
     ::dup2(fds[1], 1);
     int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(e, 2);
-    ::execl(binary().c_str(), "perf-monitor", "run", "--interval", "100ms", "--", workload().c_str(), "sleep", "400",
-            nullptr);
+    ::execl(binary().c_str(), "perf-monitor", "run", "-o", "-", "--interval", "100ms", "--", workload().c_str(), "sleep",
+            "400", nullptr);
     ::_exit(126);
   }
   ::close(fds[1]);

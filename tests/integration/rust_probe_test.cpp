@@ -268,16 +268,16 @@ TEST_F(NamedProbeTest, TheSummaryShowsNoNanAndNoQuantileAboveTheMaximum) {
   ASSERT_TRUE(b.error.empty()) << b.error;
   Outcome o = run({b.v0 + ":app::handler::process_request", b.v0 + ":app::rare"}, {b.v0, "30", "1500"}, "text");
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_EQ(o.out.find("nan"), std::string::npos) << o.out;
+  EXPECT_EQ(o.report.find("nan"), std::string::npos) << o.report;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(o.out, m, std::regex("hcrust::app::rare\\s+0  \\(0 calls"))) << o.out;
+  ASSERT_TRUE(std::regex_search(o.report, m, std::regex("hcrust::app::rare\\s+0  \\(0 calls"))) << o.report;
   // "hcrust::app::handler::process_request   30  < 2.1 ms  <= 1.9 ms ..." (the name may be
   // wider than its column).
   ASSERT_TRUE(
-      std::regex_search(o.out, m,
+      std::regex_search(o.report, m,
                         std::regex("process_request\\s+30\\s+(<=?) ([0-9.]+ [mun]?s)\\s+(<=?) ([0-9.]+ [mun]?s)\\s+"
                                    "(<=?) ([0-9.]+ [mun]?s)\\s+([0-9.]+ [mun]?s)")))
-      << o.out;
+      << o.report;
   auto seconds = [](std::string t) {
     double v = std::stod(t);
     if (t.ends_with(" ms")) return v * 1e-3;

@@ -182,7 +182,9 @@ TEST_F(SignalTest, SignalInTheFirstMillisecondsEndsEveryModeWithItsSummary) {
       ::unlink((base + ".err").c_str());
       bool ok = ended && WIFEXITED(status);
       EXPECT_TRUE(ok) << (ended ? "killed by signal " + std::to_string(WTERMSIG(status)) : why) << "\n" << err;
-      bool summary = out.find(m.json ? "\"type\":\"summary\"" : "=== perf-monitor summary") != std::string::npos;
+      // (run and attach report on standard error)
+      std::string report = out + err;
+      bool summary = report.find(m.json ? "\"type\":\"summary\"" : "=== perf-monitor summary") != std::string::npos;
       EXPECT_TRUE(summary) << "no summary:\n" << out.substr(0, 2000) << "\n" << err;
       if (ok) {
         // run: the command's status (SIGTERM for a signal it ignores); else perf-monitor's own 0.
