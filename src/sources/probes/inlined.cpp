@@ -131,9 +131,11 @@ std::vector<std::string> inlined_call_sites(int fd, std::string_view function, s
     std::string where = file_name_of(cudie, die);
     Dwarf_Word line = 0;
     if (!where.empty() && dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &line) == 0 && line > 0) {
-      where += ":" + std::to_string(line);
+      where.append(":").append(std::to_string(line));
     }
-    std::string site = (caller.empty() ? "?" : caller) + (where.empty() ? "" : " (" + where + ")");
+    // Built by append: GCC 12's -Wrestrict misreads `":" + std::to_string(...)` in a Release build.
+    std::string site = caller.empty() ? "?" : caller;
+    if (!where.empty()) site.append(" (").append(where).append(")");
     if (std::find(sites.begin(), sites.end(), site) != sites.end()) return;
     if (sites.size() == limit) {
       more = true;
