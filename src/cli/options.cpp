@@ -147,22 +147,24 @@ std::string explain_extras(const CLI::App& app, int argc, char** argv) {
         value_next = o->get_expected_min() > 0 && a.find('=') == std::string::npos;
         continue;
       }
-      if (here != &app) {
-        if (const CLI::Option* o = option_of(&app, flag); o != nullptr) {
-          value_next = o->get_expected_min() > 0 && a.find('=') == std::string::npos;
-          continue;
+      // A flag of another subcommand (or of live mode): say where it belongs.
+      std::vector<std::string> belongs;
+      if (here != &app && option_of(&app, flag) != nullptr) belongs.emplace_back("live mode");
+      for (const CLI::App* sub : app.get_subcommands({})) {
+        if (sub != here && option_of(sub, flag) != nullptr) belongs.push_back("`perf-monitor " + sub->get_name() + "`");
+      }
+      if (!belongs.empty()) {
+        std::string list;
+        for (size_t k = 0; k < belongs.size(); ++k) {
+          list += (k == 0 ? "" : k + 1 == belongs.size() ? " and " : ", ") + belongs[k];
         }
+        return printable(flag) + " does not apply to " +
+               (here == &app ? std::string("live mode") : "`perf-monitor " + here->get_name() + "`") +
+               ": it is a flag of " + list;
       }
       std::string msg = "unknown flag " + printable(flag);
       if (here != &app) msg += " for " + here->get_name();
       std::string near = closest_name(flag, flags_of(here));
-      if (near.empty()) {
-        for (const CLI::App* sub : app.get_subcommands({})) {
-          if (option_of(sub, flag) != nullptr) {
-            return msg + ": it is a flag of `perf-monitor " + sub->get_name() + "`";
-          }
-        }
-      }
       return msg + (near.empty() ? "" : " (did you mean " + near + "?)");
     }
     if (!seen_subcommand && here == &app) {
@@ -215,35 +217,50 @@ Invocation parse_command_line(int argc, char** argv) {
   std::optional<int> top_count, cgroup_depth, max_series;
   std::string top_sort, prometheus_processes, cgroup;
   bool top_threads = false;
-  auto add_common = [&](CLI::App* a) {
+  bool quiet = false;
+  // Each subcommand takes only the flags that mean something to it; one given where it does not
+  // apply is a usage error that says where it belongs (explain_extras).
+  auto add_output = [&](CLI::App* a, bool own_streams) {
     a->add_option("-f,--format", format, "Output format: text (default) or json (JSON Lines)")
         ->check(kNonEmpty)
         ->check(CLI::IsMember({"text", "json"}))
         ->type_name("FORMAT");
     a->add_option("-o,--output", output,
-                  "Write the output to FILE instead of standard output (in run and attach: standard error, so "
-                  "standard output is the command's alone; -o - writes there). A file is written as .FILE.XXXXXXXX "
-                  "beside it and renamed to FILE when monitoring ends (a failed run leaves FILE as it was); a "
-                  "symbolic link or another user's file at FILE is an error; a FIFO or device is written directly")
+                  std::string("Write the output to FILE instead of standard output") +
+                      (own_streams ? " (here, standard error: standard output is the command's alone; -o - writes "
+                                     "there)"
+                                   : "") +
+                      ". A file is written as .FILE.XXXXXXXX beside it and renamed to FILE at the end (a failed run "
+                      "leaves FILE as it was); a symbolic link or another user's file at FILE is an error; a FIFO or "
+                      "device is written directly")
         ->check(kNonEmpty)
         ->type_name("FILE");
-    a->add_option("-i,--interval", interval, "Time between interval reports, e.g. 500ms, 1s, 5s (default 1s)")
-        ->check(kNonEmpty)
-        ->type_name("DURATION");
-    a->add_option("-d,--duration", duration,
-                  "Stop after this long (in `run`, the command is sent SIGTERM, like timeout(1))")
-        ->check(kNonEmpty)
-        ->type_name("DURATION");
     a->add_option("-c,--config", config_path, "TOML configuration file; flags override its settings")
         ->check(kNonEmpty)
         ->type_name("FILE");
+  };
+  auto add_timing = [&](CLI::App* a, bool own_streams) {
+    a->add_option("-i,-I,--interval", interval,
+                  own_streams ? "Also report every DURATION while the command runs, e.g. 500ms, 1s, 5s (default: "
+                                "the summary only, as perf stat -I)"
+                              : "Time between interval reports, e.g. 500ms, 1s, 5s (default 1s)")
+        ->check(kNonEmpty)
+        ->type_name("DURATION");
+    a->add_option("-d,--duration", duration,
+                  own_streams ? "Stop after this long (in run, the command is sent SIGTERM, like timeout(1))"
+                              : "Stop after this long, e.g. 10s, 5m")
+        ->check(kNonEmpty)
+        ->type_name("DURATION");
+    a->add_flag("-q,--quiet", quiet, "Say nothing about sources this host lacks (see `perf-monitor list`)");
+  };
+  auto add_sources = [&](CLI::App* a) {
     a->add_option("-e,--events", events,
                   "Counters to read, comma-separated: cycles, instructions, cache_misses, L1-dcache-load-misses, "
                   "r01c2, cpu/event=0x2e,umask=0x41/, power/energy-pkg/ ... (see `perf-monitor list`)")
         ->check(kNonEmpty)
         ->type_name("EVENTS");
     a->add_option("--tree-interval", tree_interval,
-                  "How often the process tree is read (default 100ms in run, the interval in attach)")
+                  "How often the process tree is read (default 100ms in run, the interval in attach and --cgroup)")
         ->check(kNonEmpty)
         ->type_name("DURATION");
     a->add_option("--probe", probe_texts,
@@ -260,25 +277,30 @@ Invocation parse_command_line(int argc, char** argv) {
                   "0.0.0.0:9464 (every interface), [::1]:9464; alongside the text or JSON output")
         ->check(kNonEmpty)
         ->type_name("ADDR:PORT");
-    a->add_option("--top", top_count, "Live mode: the N busiest processes and cgroups per interval (default 10; 0: off)")
+  };
+  auto add_lists = [&](CLI::App* a) {
+    a->add_option("--top", top_count, "The N busiest processes and cgroups per interval (default 10; 0: off)")
         ->check(whole_number(0, std::numeric_limits<int>::max()))
         ->type_name("N");
-    a->add_option("--sort", top_sort, "Live mode: rank them by cpu (default), runq, blocked, io, faults or memory")
-        ->check(CLI::IsMember({"cpu", "runq", "blocked", "io", "faults", "memory"}));
-    a->add_option("--cgroup-depth", cgroup_depth,
-                  "Live mode: cgroups deeper than N count for their ancestor at depth N (default 2)")
+    a->add_option("--sort", top_sort, "Rank them by cpu (default), runq, blocked, io, faults or memory")
+        ->check(CLI::IsMember({"cpu", "runq", "blocked", "io", "faults", "memory"}))
+        ->type_name("KEY");
+    a->add_option("--cgroup-depth", cgroup_depth, "Cgroups deeper than N count for their ancestor at depth N (default 2)")
         ->check(whole_number(0, 64))
         ->type_name("N");
-    a->add_flag("--threads", top_threads,
-                "Live mode: a list of the busiest threads too (a thread's RSS is its process's)");
-    a->add_option("--prometheus-processes", prometheus_processes,
-                  "With --prometheus: series per process group for processes whose name matches REGEX")
-        ->type_name("REGEX");
-    a->add_option("--max-series", max_series, "With --prometheus: at most N cgroup rows and N process-group rows (default 1000)")
-        ->check(whole_number(1, std::numeric_limits<int>::max()))
-        ->type_name("N");
+    a->add_flag("--threads", top_threads, "A list of the busiest threads too (a thread's RSS is its process's)");
   };
-  add_common(&app);
+  add_output(&app, false);
+  add_timing(&app, false);
+  add_sources(&app);
+  add_lists(&app);
+  app.add_option("--prometheus-processes", prometheus_processes,
+                 "With --prometheus: series per process group for processes whose name matches REGEX")
+      ->type_name("REGEX");
+  app.add_option("--max-series", max_series,
+                 "With --prometheus: at most N cgroup rows and N process-group rows (default 1000)")
+      ->check(whole_number(1, std::numeric_limits<int>::max()))
+      ->type_name("N");
   app.add_option("--cgroup", cgroup,
                  "Monitor a cgroup (v2): every process in it or below it, present and future, until Ctrl-C or "
                  "--duration, with the same summary as run (e.g. /system.slice/nginx.service)")
@@ -286,14 +308,23 @@ Invocation parse_command_line(int argc, char** argv) {
       ->type_name("PATH");
 
   CLI::App* run = app.add_subcommand("run", "Run CMD and monitor its whole process tree until it exits");
-  add_common(run);
+  add_output(run, true);
+  add_timing(run, true);
+  add_sources(run);
   std::vector<std::string> command;
-  run->add_option("command", command, "The command and its arguments (after --)")->required();
+  run->add_option("command", command, "The command and its arguments (after --)")->required()->type_name("CMD");
   run->positionals_at_end();
-  run->footer("Example: perf-monitor run --format json -- ./app --threads 4");
+  run->footer(
+      "Examples:\n"
+      "  perf-monitor run -- make -j2                the summary on standard error when make ends\n"
+      "  perf-monitor run -I 1s -- ./app             and a block every second while it runs\n"
+      "  perf-monitor run --format json -o out.jsonl -- ./app --threads 4\n"
+      "  perf-monitor run --probe ./shop:process_request:arg1 -- ./shop\n");
 
   CLI::App* attach = app.add_subcommand("attach", "Monitor an already running process tree until it exits");
-  add_common(attach);
+  add_output(attach, true);
+  add_timing(attach, true);
+  add_sources(attach);
   int pid = 0;
   attach->add_option("-p,--pid", pid, "PID of the tree's root process")
       ->required()
@@ -302,11 +333,13 @@ Invocation parse_command_line(int argc, char** argv) {
       ->type_name("PID");
 
   CLI::App* list = app.add_subcommand("list", "Show every source and whether it is available here");
-  add_common(list);
+  add_output(list, false);
 
   CLI::App* top = app.add_subcommand(
       "top", "Show who is using the machine: processes, cgroups and threads (interactive on a terminal)");
-  add_common(top);
+  add_output(top, false);
+  add_timing(top, false);
+  add_lists(top);
   top->footer(kTopKeys);
 
   CLI::App* report = report::add_report_command(app, inv.report);
@@ -367,6 +400,8 @@ Invocation parse_command_line(int argc, char** argv) {
     field = *d;
     return true;
   };
+  if (!interval.empty()) c.intervals_asked = true;
+  if (quiet) c.quiet = true;
   if (!set_duration(interval, "--interval", c.interval) || !set_duration(duration, "--duration", c.duration) ||
       !set_duration(tree_interval, "--tree-interval", c.tree_interval)) {
     return inv;

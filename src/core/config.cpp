@@ -160,6 +160,7 @@ Status apply_section(std::string_view origin, const std::string& name, const tom
     std::optional<Duration> interval;
     PM_TRY(s.get_duration("interval", interval));
     if (interval) c.interval = *interval;
+    c.intervals_asked = c.intervals_asked || interval || t.contains("interval_secs");
     PM_TRY(s.get_duration("duration", c.duration));
   } else if (name == "pmc") {
     PM_TRY(s.check_keys({"enabled", "interval_secs", "events"}));

@@ -33,6 +33,9 @@ struct Config {
   // command's standard output is its own (as perf stat leaves it).
   bool report_on_stderr = false;
   Duration interval = std::chrono::seconds(1);
+  // --interval or the file's interval was given: run and attach print intervals only then.
+  bool intervals_asked = false;
+  bool quiet = false;  // -q/--quiet: nothing said about what is not available here
   std::optional<Duration> duration;  // stop after this long
   // [process_tree]: how often the target's tree is walked and read. Unset: 100 ms in `run`,
   // the output interval in `attach`.

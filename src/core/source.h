@@ -21,9 +21,12 @@ struct IntervalRecord;
 namespace pm {
 
 // A source that could not start, with the reason shown to the user once.
+// `detail`: said in full at start (a figure read another way, something the user asked for by
+// name); the rest are named on one line, and `perf-monitor list` says why.
 struct Unavailable {
   std::string source;
   std::string reason;
+  bool detail = false;
 };
 
 // What sources add to the run's summary at its end.

@@ -60,6 +60,28 @@ inline std::string_view next_field(std::string_view& s) {
 // each invalid byte becomes one '?'.
 inline std::string printable(std::string_view s) { return printable_ascii(s); }
 
+// A command line as a shell would need it typed: a word of only safe characters as it is, any
+// other in single quotes ('it'\''s'), an empty one as ''; each word printable().
+inline std::string shell_words(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& raw : words) {
+    std::string w = printable(raw);
+    bool plain = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
+    });
+    if (!out.empty()) out += ' ';
+    if (plain) {
+      out += w;
+      continue;
+    }
+    out += '\'';
+    for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return out;
+}
+
 // Levenshtein distance: how "did you mean" suggestions are ranked.
 inline size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);

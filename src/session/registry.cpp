@@ -75,13 +75,14 @@ Made make_tree(SourceContext& ctx) {
     why = sched ? "the scheduler programs could not load as tp_btf (task storage)" : sched.error().message;
   }
   ctx.notes.push_back({"process_tree", "exact kernel accounting unavailable (" + why +
-                                           "): figures sampled from /proc, short-lived processes may be missed"});
+                                           "): figures sampled from /proc, short-lived processes may be missed",
+                       true});
   auto pt = std::make_unique<ProcTree>();
   if (target.mode() == Mode::kRun) pt->adopt_children_of(::getpid());
   for (int pid : target.roots()) pt->add_root(pid);
   if (ctx.config.proc_events) {
     if (auto st = pt->listen(); !st) {
-      ctx.notes.push_back({"proc_events", st.error().message + " (children are found by /proc walks only)"});
+      ctx.notes.push_back({"proc_events", st.error().message + " (children are found by /proc walks only)", true});
     }
   }
   target.follow(pt.get());
@@ -102,7 +103,10 @@ Made make_counters(SourceContext& ctx) {
   if (ctx.target.mode() == Mode::kCgroup) target = {ctx.target.threads(), false, ctx.target.cgroup_dir()};
   auto src = counters::make_counters_source(specs, target);
   if (!src) return src.error();
-  for (Unavailable& u : (*src)->unsupported()) ctx.notes.push_back(std::move(u));
+  for (Unavailable& u : (*src)->unsupported()) {
+    u.detail = !ctx.events.empty();  // events asked for by name say why; the default set is named
+    ctx.notes.push_back(std::move(u));
+  }
   ctx.counts_energy = (*src)->counts_energy();
   return std::unique_ptr<Source>(std::move(*src));
 }
@@ -120,7 +124,7 @@ Made make_scheduler(SourceContext& ctx) {
   if (!sched) return sched.error();
   if (ctx.target.mode() != Mode::kSystem && !(*sched)->follows_tree()) {
     ctx.notes.push_back({"scheduler.tree", "the tree's wakeups and run-queue latency: following a tree needs the "
-                                           "typed (tp_btf) programs"});
+                                           "typed (tp_btf) programs", true});
   }
   return std::unique_ptr<Source>(make_scheduler_source(*sched, ctx.config.scheduler_hist_unit_ns));
 }
@@ -133,7 +137,7 @@ Made make_block(SourceContext& ctx) {
   target.hist_unit_ns = ctx.config.block_io_hist_unit_ns;
   auto block = make_block_source(target);
   if (block && follow && !target.track_tree) {
-    ctx.notes.push_back({"block_io.tree", "the tree's bios: following a tree needs the typed (tp_btf) programs"});
+    ctx.notes.push_back({"block_io.tree", "the tree's bios: following a tree needs the typed (tp_btf) programs", true});
   }
   return up(std::move(block));
 }

@@ -48,7 +48,7 @@ class Session {
       say(started.error().message);
       return target_->exit_code().value_or(kExitFailure);
     }
-    if (!target_->note().empty()) unavailable_.push_back({"cleanup", target_->note()});
+    if (!target_->note().empty()) unavailable_.push_back({"cleanup", target_->note(), true});
     sink_->header(run_header());
     sink_->unavailable(unavailable_);  // once the target has started: errors stay one line
     if (int fd = sink_->input_fd(); fd >= 0) {
@@ -89,7 +89,10 @@ class Session {
     if (cfg_.top_view) {
       sinks.push_back(make_top_view_sink(cfg_));
     } else {
-      sinks.push_back(cfg_.format == OutputFormat::kJson ? make_json_sink(*out_) : make_text_sink(*out_));
+      SinkOptions o;
+      o.intervals = !cfg_.report_on_stderr || cfg_.intervals_asked;  // run and attach: with -I
+      o.quiet = cfg_.quiet;
+      sinks.push_back(cfg_.format == OutputFormat::kJson ? make_json_sink(*out_, o) : make_text_sink(*out_, o));
     }
     if (cfg_.prometheus_listen) {
       // Bound now, so a busy port is one line and exit 2 before anything starts; served once the
@@ -118,7 +121,8 @@ class Session {
       if (!e.enabled(cfg_)) continue;  // disabled: never opened
       auto src = e.make(ctx);
       if (!src) {
-        unavailable_.push_back({std::string(e.name), src.error().message});
+        // A probe the user named says why; a source this host lacks is named, once.
+        unavailable_.push_back({std::string(e.name), src.error().message, e.name == std::string_view("probe")});
         continue;
       }
       if (!*src) continue;  // not needed here

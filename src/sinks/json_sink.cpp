@@ -131,7 +131,9 @@ constexpr size_t kSpanTailBytes = 640;  // a span line but its function name: un
 
 class JsonSink final : public Sink {
  public:
-  explicit JsonSink(Output& out) : out_(out) { buf_.reserve(kFlushBytes + 4096); }
+  JsonSink(Output& out, const SinkOptions& opts) : out_(out), intervals_(opts.intervals) {
+    buf_.reserve(kFlushBytes + 4096);
+  }
   ~JsonSink() override { flush(); }
   JsonSink(const JsonSink&) = delete;
   JsonSink& operator=(const JsonSink&) = delete;
@@ -157,6 +159,10 @@ class JsonSink final : public Sink {
   void unavailable(const std::vector<Unavailable>& /*list*/) override {}  // in the header and the summary
 
   void interval(const IntervalRecord& rec) override {
+    if (!intervals_) {
+      flush();  // the spans so far reach the reader each interval all the same
+      return;
+    }
     Json j{{"type", "interval"}, {"timestamp", iso8601(rec.timestamp)}, {"interval_s", number(rec.seconds)}};
     for (const IntervalValue& v : rec.values) {
       Json value = v.desc->kind == MetricKind::kHistogram ? histogram(v) : number(v.value);
@@ -307,6 +313,7 @@ class JsonSink final : public Sink {
     buf_.clear();
   }
   Output& out_;
+  bool intervals_;
   std::string buf_;
   std::unordered_map<std::string, std::string> names_;
   long long start_sec_ = 0;
@@ -315,6 +322,8 @@ class JsonSink final : public Sink {
 
 }  // namespace
 
-std::unique_ptr<Sink> make_json_sink(Output& out) { return std::make_unique<JsonSink>(out); }
+std::unique_ptr<Sink> make_json_sink(Output& out, const SinkOptions& opts) {
+  return std::make_unique<JsonSink>(out, opts);
+}
 
 }  // namespace pm

@@ -61,10 +61,19 @@ class Sink {
   virtual void on_resize() {}
 };
 
+// What the report's formats print besides the summary.
+struct SinkOptions {
+  // Interval blocks or records: always in live mode; in run and attach only when asked for
+  // (--interval or the file's interval), as perf stat prints intervals only with -I.
+  bool intervals = true;
+  // -q/--quiet: nothing on standard error about what is not available here.
+  bool quiet = false;
+};
+
 // The report's formats; every write goes through `out`, which records a failure (the session
 // checks it).
-std::unique_ptr<Sink> make_text_sink(Output& out);
-std::unique_ptr<Sink> make_json_sink(Output& out);
+std::unique_ptr<Sink> make_text_sink(Output& out, const SinkOptions& opts = {});
+std::unique_ptr<Sink> make_json_sink(Output& out, const SinkOptions& opts = {});
 // `perf-monitor top` on a terminal: the full-screen view (ncurses) on standard output, keys from
 // standard input. It owns the terminal from header() until summary() or its destruction, and
 // restores it then (q, Ctrl-C and SIGTERM all end through summary()).

@@ -75,19 +75,50 @@ std::string slowest_requests(const RunInfo& info) {
   return s;
 }
 
+// The sources that could not start, named on one line ("pmc (cycles, instructions)" for a
+// family's events); `perf-monitor list` says why for each.
+std::string names_of(const std::vector<const Unavailable*>& list) {
+  std::string s, family_events;
+  auto close_family = [&] {
+    if (family_events.empty()) return;
+    s += (s.empty() ? "" : ", ") + std::string("pmc (") + family_events + ")";
+    family_events.clear();
+  };
+  for (const Unavailable* u : list) {
+    if (u->source.starts_with("pmc.")) {
+      family_events += (family_events.empty() ? "" : ", ") + u->source.substr(4);
+      continue;
+    }
+    s += (s.empty() ? "" : ", ") + u->source;
+  }
+  close_family();
+  return s;
+}
+
 class TextSink final : public Sink {
   static constexpr int kEnd = 1 << 30;
 
  public:
-  explicit TextSink(Output& out) : out_(out) {}
+  TextSink(Output& out, const SinkOptions& opts) : out_(out), opts_(opts) {}
 
+  // Once, at start, on standard error: what this host lacks on one line, and in full what the
+  // user asked for by name or what is read another way. Not repeated in the summary.
   void unavailable(const std::vector<Unavailable>& list) override {
-    for (const auto& [reason, sources] : by_reason(list)) {
-      say(fmt::format("{}: not available: {}", sources, reason));
+    std::vector<const Unavailable*> named;
+    for (const Unavailable& u : list) {
+      said_.push_back(u.source);
+      if (opts_.quiet) continue;
+      if (u.detail) {
+        say(fmt::format("{}: {}", u.source, u.reason));
+      } else {
+        named.push_back(&u);
+      }
     }
+    if (!named.empty()) say("not available here: " + names_of(named) + " (`perf-monitor list` says why)");
   }
 
   void interval(const IntervalRecord& rec) override {
+    if (!opts_.intervals) return;
     TextBlock b(false, rec.seconds);
     fill(b, rec);
     lay_out(b);
@@ -98,9 +129,7 @@ class TextSink final : public Sink {
   void summary(const SummaryRecord& rec, const RunInfo& info, const std::vector<Unavailable>& list) override {
     std::string s = "=== perf-monitor summary\n";
     if (info.mode == "run") {
-      std::string cmd;
-      for (const auto& a : info.command) cmd += (cmd.empty() ? "" : " ") + a;
-      s += fmt::format("command  {} (pid {}) ", cmd, info.pid);
+      s += fmt::format("command  {} (pid {}) ", shell_words(info.command), info.pid);
       if (info.signal)
         s += fmt::format("killed by signal {}", *info.signal);
       else if (info.exit_code)
@@ -123,7 +152,12 @@ class TextSink final : public Sink {
     if (info.mode != "system" && b.any_section(text_order::kSystem, kEnd)) s += "system over the run:\n";
     s += b.render(text_order::kSystem, kEnd);
     s += generic_lines(b);
-    for (const auto& [reason, sources] : by_reason(list)) s += fmt::format("not available: {}: {}\n", sources, reason);
+    // Only what was not said at start: figures that turned out not to be read during the run.
+    std::vector<Unavailable> fresh;
+    for (const Unavailable& u : list) {
+      if (std::find(said_.begin(), said_.end(), u.source) == said_.end()) fresh.push_back(u);
+    }
+    for (const auto& [reason, sources] : by_reason(fresh)) s += fmt::format("not available: {}: {}\n", sources, reason);
     if (info.missed_ticks != 0) s += fmt::format("note: {} sampling ticks were served late\n", info.missed_ticks);
     if (info.proc_event_overruns != 0) {
       s += fmt::format("note: the kernel dropped {} fork/exit notifications; /proc walks covered them\n",
@@ -137,10 +171,14 @@ class TextSink final : public Sink {
     out_.write(s);
   }
   Output& out_;
+  SinkOptions opts_;
+  std::vector<std::string> said_;  // the sources named at start
 };
 
 }  // namespace
 
-std::unique_ptr<Sink> make_text_sink(Output& out) { return std::make_unique<TextSink>(out); }
+std::unique_ptr<Sink> make_text_sink(Output& out, const SinkOptions& opts) {
+  return std::make_unique<TextSink>(out, opts);
+}
 
 }  // namespace pm

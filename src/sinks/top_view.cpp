@@ -76,8 +76,8 @@ class TopViewSink final : public Sink {
 
   void header(const RunHeader& /*header*/) override { start(); }
 
-  // One line per reason, as the text output says them; in the help, and on standard error
-  // once the terminal is back.
+  // One line per reason, as the text output says them: in the help (and on standard error now
+  // where that is not the terminal).
   void unavailable(const std::vector<Unavailable>& list) override {
     for (const Unavailable& u : list) {
       if (u.source == "top") model_.set_no_lists(u.reason);
@@ -190,7 +190,7 @@ class TopViewSink final : public Sink {
     ::dup2(saved_stderr_.get(), STDERR_FILENO);
     saved_stderr_ = UniqueFd();
     std::string text = captured(0);
-    for (const std::string& u : unavailable_) say(u);  // held back while the view was up
+    // What was not available was said in the view (h); nothing of it lands on the terminal after q.
     for (size_t at = 0; at < text.size();) {
       ssize_t n = ::write(STDERR_FILENO, text.data() + at, text.size() - at);
       if (n <= 0) break;

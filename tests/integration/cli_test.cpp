@@ -54,6 +54,49 @@ TEST(Cli, ListSaysWhatIsAvailableAndWhyNot) {
   }
 }
 
+// `list --format json` is one JSON document with every source and event; `-o FILE` writes it there.
+TEST(Cli, ListWritesJsonAndToAFile) {
+  Outcome text = run_pm({"list"});
+  Outcome o = run_pm({"list", "--format", "json"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto j = nlohmann::json::parse(o.out);
+  ASSERT_TRUE(j["sources"].is_array() && j["events"].is_array()) << o.out;
+  std::set<std::string> names;
+  for (const auto& s : j["sources"]) {
+    names.insert(s["name"].get<std::string>());
+    EXPECT_TRUE(s["status"] == "available" || s["status"] == "unavailable" || s["status"] == "not needed" ||
+                s["status"] == "disabled")
+        << s.dump();
+    // The same verdict as the text.
+    std::string name = s["name"].get<std::string>();
+    std::string row = name + std::string(name.size() < 14 ? 14 - name.size() : 0, ' ') + " " + s["status"].get<std::string>();
+    EXPECT_NE(text.out.find(row), std::string::npos) << row << "\n" << text.out;
+  }
+  for (const char* s : {"cpu", "memory", "process_tree", "pmc", "probe"}) EXPECT_EQ(names.count(s), 1u) << s;
+  size_t events_in_text = 0;
+  for (const auto& e : j["events"]) events_in_text += text.out.find(e["name"].get<std::string>()) != std::string::npos;
+  EXPECT_EQ(events_in_text, j["events"].size());
+  // Events that fail for one reason are listed under it: each reason is said once.
+  std::string events_text = text.out.substr(text.out.find("\nEVENT"));
+  std::set<std::string> reasons;
+  for (const auto& e : j["events"]) {
+    if (e["status"] == "unavailable") reasons.insert(e["reason"].get<std::string>());
+  }
+  for (const std::string& r : reasons) {
+    size_t n = 0;
+    for (size_t at = events_text.find(r); at != std::string::npos; at = events_text.find(r, at + 1)) ++n;
+    EXPECT_EQ(n, 1u) << r << "\n" << events_text;
+  }
+
+  std::string path = testing::TempDir() + "pm-list.json";
+  ::unlink(path.c_str());
+  Outcome f = run_pm({"list", "-f", "json", "-o", path});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(f.out, "");
+  EXPECT_EQ(nlohmann::json::parse(slurp(path))["sources"].size(), j["sources"].size());
+  ::unlink(path.c_str());
+}
+
 // Every metric a source reads is laid out by that source in the text (none falls to the generic
 // "name=value" line), every figure a layout shows was read (no "n/a" where everything can be
 // read), and a section label appears once per block.
@@ -129,7 +172,15 @@ TEST(Cli, MistypedFlagsSubcommandsAndValuesSayWhatWasMeant) {
       {{"run", "--probes", "x:y", "--", "true"}, "unknown flag --probes for run (did you mean --probe?)"},
       {{"runn", "--", "true"}, "unknown subcommand 'runn' (did you mean 'run'?)"},
       {{"lsit"}, "unknown subcommand 'lsit' (did you mean 'list'?)"},
-      {{"list", "--pid", "1"}, "unknown flag --pid for list: it is a flag of `perf-monitor attach`"},
+      {{"list", "--pid", "1"}, "--pid does not apply to `perf-monitor list`: it is a flag of `perf-monitor attach`"},
+      // Each subcommand takes only its own flags, and says where one belongs.
+      {{"list", "--duration", "1s"},
+       "--duration does not apply to `perf-monitor list`: it is a flag of live mode, `perf-monitor run`, "
+       "`perf-monitor attach` and `perf-monitor top`"},
+      {{"list", "--top", "3"}, "--top does not apply to `perf-monitor list`: it is a flag of live mode and `perf-monitor top`"},
+      {{"run", "--sort", "io", "--", "true"}, "--sort does not apply to `perf-monitor run`: it is a flag of live mode and"},
+      {{"top", "--probe", "x:y"}, "--probe does not apply to `perf-monitor top`: it is a flag of live mode,"},
+      {{"--pid", "1"}, "--pid does not apply to live mode: it is a flag of `perf-monitor attach`"},
       {{"--top", "-1"}, "--top: wants a whole number from 0 up, not '-1'"},
       {{"--cgroup-depth", "65"}, "--cgroup-depth: wants a whole number from 0 to 64, not '65'"},
       {{"attach", "--pid", "abc"}, "--pid: wants a process ID, from 1 up, not 'abc'"},

@@ -294,6 +294,45 @@ TEST_F(RunTest, TheCommandsStandardOutputIsItsAlone) {
   EXPECT_EQ(WEXITSTATUS(rc), 0);
 }
 
+// As perf stat: the summary at the end, intervals only with -I/--interval; what this host lacks
+// is said once, on one line at start (none of it repeated in the summary), and -q says nothing.
+TEST_F(RunTest, IntervalsOnlyWhenAskedAndWhatIsMissingSaidOnce) {
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  Outcome plain = run_pm({"run", "--", "sh", "-c", "sleep 1.3"});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(count(plain.err, "\n--- "), 0u) << plain.err;
+  EXPECT_EQ(count(plain.err, "=== perf-monitor summary"), 1u) << plain.err;
+  EXPECT_LE(count(plain.err, "not available"), 1u) << plain.err;
+  size_t summary_at = plain.err.find("=== perf-monitor summary");
+  ASSERT_NE(summary_at, std::string::npos);
+  EXPECT_EQ(plain.err.find("not available", summary_at), std::string::npos) << plain.err;
+  // Every source the JSON header lists as unavailable is named on that one line.
+  Outcome json = run_pm({"run", "--format", "json", "--", "sh", "-c", "sleep 0.3"});
+  ASSERT_FALSE(json.records.empty()) << json.err;
+  EXPECT_EQ(json.intervals(), 0u) << json.err;
+  const auto& header = json.records.front();
+  ASSERT_EQ(header.value("type", ""), "header") << header.dump();
+  for (const auto& [source, why] : header["unavailable"].items()) {
+    std::string name = source.starts_with("pmc.") ? source.substr(4) : source;
+    EXPECT_NE(plain.err.find(name), std::string::npos) << source << " not named:\n" << plain.err;
+  }
+
+  Outcome asked = run_pm({"run", "-I", "200ms", "--", "sh", "-c", "sleep 1.3"});
+  EXPECT_EQ(asked.exit_code, 0) << asked.err;
+  EXPECT_GE(count(asked.err, "\n--- "), 3u) << asked.err;
+  Outcome asked_json = run_pm({"run", "--format", "json", "--interval", "200ms", "--", "sh", "-c", "sleep 1.3"});
+  EXPECT_GE(asked_json.intervals(), 3u) << asked_json.err;
+
+  Outcome quiet = run_pm({"run", "-q", "--", "true"});
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("not available"), std::string::npos) << quiet.err;
+  EXPECT_EQ(quiet.err.rfind("=== perf-monitor summary", 0), 0u) << quiet.err;
+}
+
 TEST_F(RunTest, ClosedOutputPipeIsAnErrorOnceTheCommandEnds) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);

@@ -14,6 +14,7 @@
 
 #include "core/aggregator.h"
 #include "core/output.h"
+#include "core/text.h"
 #include "sinks/format.h"
 #include "sinks/sink.h"
 #include "sources/tree/tree_source.h"
@@ -308,6 +309,40 @@ TEST(TextSink, PartialProcessTreeDoesNotCrash) {
       << text;
   EXPECT_NE(text.find("pid      7"), std::string::npos) << text;
   EXPECT_NE(text.find("not available: thermal: no thermal zones\n"), std::string::npos) << text;
+}
+
+// The summary names the command as a shell would need it typed, and repeats nothing said at
+// start about what is not available (only what turned out missing since).
+TEST(TextSink, SummaryQuotesTheCommandAndSaysOnlyWhatIsNew) {
+  EXPECT_EQ(shell_words({"sh", "-c", "echo a; sleep 1", "", "it's", "a/b-c.d=e:f,g"}),
+            "sh -c 'echo a; sleep 1' '' 'it'\\''s' a/b-c.d=e:f,g");
+  EXPECT_EQ(shell_words({"x\x1b[31m"}), "'x?[31m'");
+  Aggregator agg;
+  agg.observe(tree_samples(1, 1, 1, 1 * kMiB, 0.5, 0.1), t0);
+  agg.observe(tree_samples(1, 1, 1, 1 * kMiB, 0.6, 0.1), t0 + seconds(1));
+  TmpFile tmp;
+  ASSERT_NE(tmp.f, nullptr);
+  SinkOptions quiet;
+  quiet.quiet = true;  // nothing on this test's standard error
+  quiet.intervals = false;
+  auto sink = make_text_sink(tmp.out, quiet);
+  std::vector<Unavailable> at_start{{"thermal", "no thermal zones"}};
+  sink->unavailable(at_start);
+  sink->interval(agg.close_interval(t0 + seconds(1)));
+  EXPECT_EQ(contents(tmp.f), "") << "an interval printed where none was asked for";
+  RunInfo info;
+  info.mode = "run";
+  info.command = {"sh", "-c", "make -C dir -j2"};
+  info.pid = 9;
+  info.exit_code = 0;
+  info.end_reason = "exited";
+  std::vector<Unavailable> at_end = at_start;
+  at_end.push_back({"pmc.cycles", "never counted: the PMU was busy"});
+  sink->summary(agg.summary(t0 + seconds(1)), info, at_end);
+  std::string text = contents(tmp.f);
+  EXPECT_NE(text.find("command  sh -c 'make -C dir -j2' (pid 9)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("thermal"), std::string::npos) << text;
+  EXPECT_NE(text.find("not available: pmc.cycles: never counted: the PMU was busy\n"), std::string::npos) << text;
 }
 
 }  // namespace
