@@ -59,13 +59,22 @@ be found, 126 when it cannot be executed, 2 for usage errors, 1 for other failur
 
 constexpr const char* kTopKeys = R"(
 On a terminal (standard input and output), a full-screen view refreshed every interval:
-  c r b i f m      sort by CPU, run-queue wait, blocked time, I/O, page faults, memory
-  p g t            list processes, cgroups, threads
+  P R B I F M     sort by CPU, run-queue wait, blocked time, I/O, page faults, memory
+  p g H            list processes, cgroups, threads
+  t                the processes as a tree (children under their parents)
+  c                the command line (COMMAND) or the name (COMM)
   Enter (e, Right) a cgroup's processes, a process's threads; Left or Backspace: back
-  /                filter by name (Enter keeps it, Esc clears it)
-  Up Down PgUp PgDn Home End (k j)   move the selection
+  /                filter by name or PID (Enter keeps it, Esc clears it)
+  Up Down PgUp PgDn Home End   move the selection
+  k                send the selected process a signal (asks which, TERM by default; y/n)
+  r                renice the selected process (asks the value); k and r: one's own
+                   processes unless root
   space            pause          h ?   help          q Ctrl-C   quit
-Elsewhere (a pipe, a file, --format json) the lists are printed once per interval.
+Shares (CPU% RUNQ% BLK% ...) are of one CPU: a process sums its threads, a cgroup its
+processes, so theirs reach 100 times the CPUs. Without root (or eBPF) the lists come from
+/proc: blocked time and run-queue latency are n/a, one line says so.
+Elsewhere (a pipe, a file, --format json) the lists are printed once per interval, with
+the command line as COMMAND (JSON: "command", "user", "state").
 
 Examples:
   perf-monitor top                          the interactive view

@@ -173,9 +173,24 @@ std::string human_time(double seconds) {
   return fmt::format("{:.2f} s", seconds);
 }
 
-std::string human_count(double v) { return std::isfinite(v) ? fmt::format("{:.0f}", v) : std::string("n/a"); }
+namespace {
+// v rounded to `decimals` places, with a value that rounds to zero made +0: never "-0.0".
+double rounded(double v, int decimals) {
+  double scale = std::pow(10.0, decimals);
+  double r = std::round(v * scale) / scale;
+  return r == 0 ? 0.0 : r;
+}
+}  // namespace
 
-std::string percent(double v) { return std::isfinite(v) ? fmt::format("{:.1f}%", v) : std::string("n/a"); }
+std::string human_count(double v) {
+  return std::isfinite(v) ? fmt::format("{:.0f}", rounded(v, 0)) : std::string("n/a");
+}
+
+std::string percent(double v) { return std::isfinite(v) ? fmt::format("{:.1f}%", rounded(v, 1)) : std::string("n/a"); }
+
+std::string tasks_on_average(double seconds_per_second) {
+  return std::isfinite(seconds_per_second) ? fmt::format("{:.2f}", rounded(seconds_per_second, 2)) : std::string("n/a");
+}
 
 std::string below_time(double seconds) { return std::isfinite(seconds) ? "< " + human_time(seconds) : "-"; }
 
@@ -184,7 +199,7 @@ std::string bytes_per_s(double bytes_per_second) {
 }
 
 std::string per_s(double per_second) {
-  return std::isfinite(per_second) ? fmt::format("{:.0f}/s", per_second) : std::string("n/a");
+  return std::isfinite(per_second) ? fmt::format("{:.0f}/s", rounded(per_second, 0)) : std::string("n/a");
 }
 
 }  // namespace pm

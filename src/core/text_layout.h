@@ -102,7 +102,9 @@ std::string level(const TextBlock& b, const Shown& v, std::string (*fmt)(double)
 std::string human_bytes(double bytes);   // "256.0 MiB"
 std::string human_time(double seconds);  // "850 ns", "42 us", "3.1 ms", "182 ms", "2.50 s"
 std::string human_count(double v);       // "4821"
-std::string percent(double v);           // "12.5%"
+std::string percent(double v);           // "12.5%" (never "-0.0%")
+// Time per second in a state (seconds per second): how many tasks were in it on average, "0.80".
+std::string tasks_on_average(double seconds_per_second);
 // A histogram's quantile, an upper bucket bound: "< 64 us"; "-" when nothing was counted.
 std::string below_time(double seconds);
 // Per second: "1.2 MiB/s", "4821/s".

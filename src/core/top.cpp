@@ -13,6 +13,8 @@ void TopFigures::add(const TopFigures& o) {
   faults += o.faults;
   switches += o.switches;
   if (o.rss_bytes) rss_bytes = rss_bytes.value_or(0) + *o.rss_bytes;
+  blocked_known = blocked_known && o.blocked_known;
+  io_known = io_known && o.io_known;
 }
 
 double TopFigures::key(TopSort sort) const {

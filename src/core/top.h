@@ -24,6 +24,9 @@ struct TopFigures {
   double faults = 0;                // minor + major
   double switches = 0;              // voluntary + involuntary
   std::optional<double> rss_bytes;  // now (absent: exited, or no memory of its own); a thread: its process's
+  // Whether blocked time and storage I/O could be had (from /proc without root: never blocked
+  // time, I/O only of one's own processes); a sum is known only where each part is.
+  bool blocked_known = true, io_known = true;
   void add(const TopFigures& o);
   [[nodiscard]] double cpu_s() const { return user_s + system_s; }
   [[nodiscard]] double key(TopSort sort) const;
@@ -36,6 +39,12 @@ struct TopProcess {
   std::string cgroup;  // its cgroup's path, as shown (cut at the depth limit); empty: its cgroup is gone
   bool exited = false;  // ended within the interval: its last figures
   bool kernel = false;  // a kernel thread
+  int ppid = 0;         // its parent process (0: not known)
+  char state = 0;       // at the reading, as /proc/PID/stat says it (R S D Z T t I ...); 0: not read
+  std::optional<uint32_t> uid;  // its real user
+  std::string user;     // the uid's name (raw, from the user database), else the number
+  std::optional<int> nice;
+  std::string command;  // /proc/PID/cmdline, NULs as spaces (raw); empty: none (a kernel thread, gone)
   TopFigures f;
 };
 
@@ -64,6 +73,7 @@ struct TopRecord {
   uint64_t processes_seen = 0;        // processes alive at the reading or ended in the interval: every
                                       // row, not only the first N
   uint64_t exits_dropped = 0;         // deaths the kernel side had no room for, in the interval
+  std::string note;                   // what these lists cannot show here and why (one line), else empty
 };
 
 const char* to_string(TopSort sort);

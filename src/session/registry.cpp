@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "session/registry.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "sources/counters/counters_source.h"
@@ -11,6 +13,7 @@
 #include "sources/kernel/scheduler_source.h"
 #include "sources/probes/probe_source.h"
 #include "sources/probes/symbols.h"
+#include "sources/top/proc_top_source.h"
 #include "sources/top/top_source.h"
 #include "sources/tree/kernel_tree.h"
 #include "sources/tree/proc_tree.h"
@@ -176,12 +179,23 @@ Result<std::string> check_probes(SourceContext& /*ctx*/) {
   return std::string("uprobes and USDT can be attached");
 }
 
-// Who is using the machine: live mode, where it is on (--top N, N > 0).
+// Who is using the machine: live mode, where it is on (--top N, N > 0). From every task's kernel
+// counters (eBPF) where the scheduler programs load, else from /proc as top reads it (a normal
+// user: the record's note says what that leaves out).
 Made make_top(SourceContext& ctx) {
   if (ctx.target.mode() != Mode::kSystem) return std::unique_ptr<Source>();
-  auto sched = ctx.sched();
-  if (!sched) return sched.error();
   const Config& c = ctx.config;
+  auto from_proc = [&](const std::string& why) -> Made {
+    ProcTopOptions p;
+    p.count = c.top_view ? 0 : c.top_count;
+    p.sort = c.top_sort;
+    p.cgroup_depth = c.cgroup_depth;
+    p.threads = c.top_threads || c.top_view;
+    p.why = ::geteuid() != 0 ? "not root" : "eBPF unavailable (" + why + ")";
+    return up(ProcTopSource::create(std::move(p)));
+  };
+  auto sched = ctx.sched();
+  if (!sched) return from_proc(sched.error().message);
   TopOptions o;
   o.count = c.top_view ? 0 : c.top_count;  // the view sorts and cuts every row itself
   o.sort = c.top_sort;
@@ -190,7 +204,9 @@ Made make_top(SourceContext& ctx) {
   o.max_series = c.max_series;
   o.hist_unit_ns = c.scheduler_hist_unit_ns;  // the kernel side buckets in it (SchedObject::load)
   if (!c.prometheus_processes.empty()) o.process_groups.emplace(c.prometheus_processes);
-  return up(TopSource::create(*sched, std::move(o)));
+  auto top = TopSource::create(*sched, std::move(o));
+  if (!top) return from_proc(top.error().message);
+  return up(std::move(top));
 }
 
 const SourceEntry kSources[] = {

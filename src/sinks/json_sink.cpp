@@ -75,11 +75,13 @@ Json top_figures(const TopFigures& f, double seconds) {
          {"cpu_system_s", number(f.system_s)},
          {"cpu_percent", number(seconds > 0 ? 100 * f.cpu_s() / seconds : 0)},
          {"runq_s", number(f.runq_s)},
-         {"blocked_s", number(f.blocked_s)},
-         {"io_read_bytes", number(f.read_bytes)},
-         {"io_write_bytes", number(f.write_bytes)},
          {"page_faults", number(f.faults)},
          {"context_switches", number(f.switches)}};
+  if (f.blocked_known) j["blocked_s"] = number(f.blocked_s);
+  if (f.io_known) {
+    j["io_read_bytes"] = number(f.read_bytes);
+    j["io_write_bytes"] = number(f.write_bytes);
+  }
   if (f.rss_bytes) j["rss_bytes"] = number(*f.rss_bytes);
   return j;
 }
@@ -95,6 +97,13 @@ void add_top(Json& top, const TopRecord& t) {
       if (!p.cgroup.empty()) r["cgroup"] = p.cgroup;
       if (p.exited) r["exited"] = true;
       if (p.kernel) r["kernel_thread"] = true;
+      // Names from outside, as comm: dump() replaces invalid UTF-8 and escapes control characters.
+      if (p.ppid != 0) r["ppid"] = p.ppid;
+      if (p.uid) r["uid"] = *p.uid;
+      if (!p.user.empty()) r["user"] = p.user;
+      if (p.state != 0) r["state"] = std::string(1, p.state);
+      if (p.nice) r["nice"] = *p.nice;
+      if (!p.command.empty()) r["command"] = p.command;
       r.update(top_figures(p.f, t.seconds));
       a.push_back(std::move(r));
     }
@@ -120,6 +129,7 @@ void add_top(Json& top, const TopRecord& t) {
   }
   top["cgroups"] = std::move(cg);
   top["processes_active"] = t.processes_seen;
+  if (!t.note.empty()) top["note"] = t.note;
 }
 
 // Spans are written in batches (a busy probe makes hundreds of thousands a second: one write

@@ -22,9 +22,16 @@ std::string cpu(const TopRow& r, double s) { return pct_of(figures(r).cpu_s(), s
 std::string usr(const TopRow& r, double s) { return pct_of(figures(r).user_s, s); }
 std::string sys(const TopRow& r, double s) { return pct_of(figures(r).system_s, s); }
 std::string runq(const TopRow& r, double s) { return pct_of(figures(r).runq_s, s); }
-std::string blocked(const TopRow& r, double s) { return pct_of(figures(r).blocked_s, s); }
-std::string reads(const TopRow& r, double s) { return short_bytes(per_s(figures(r).read_bytes, s)); }
-std::string writes(const TopRow& r, double s) { return short_bytes(per_s(figures(r).write_bytes, s)); }
+// n/a where it could not be had (from /proc: never blocked time; others' processes' I/O).
+std::string blocked(const TopRow& r, double s) {
+  return figures(r).blocked_known ? pct_of(figures(r).blocked_s, s) : kNa;
+}
+std::string reads(const TopRow& r, double s) {
+  return figures(r).io_known ? short_bytes(per_s(figures(r).read_bytes, s)) : kNa;
+}
+std::string writes(const TopRow& r, double s) {
+  return figures(r).io_known ? short_bytes(per_s(figures(r).write_bytes, s)) : kNa;
+}
 std::string faults(const TopRow& r, double s) { return short_count(per_s(figures(r).faults, s)); }
 std::string switches(const TopRow& r, double s) { return short_count(per_s(figures(r).switches, s)); }
 std::string rss(const TopRow& r, double /*s*/) {
@@ -35,11 +42,29 @@ std::string rss(const TopRow& r, double /*s*/) {
 
 std::string pid(const TopRow& r, double /*s*/) { return std::to_string(r.process->pid); }
 std::string tid(const TopRow& r, double /*s*/) { return std::to_string(r.process->tid); }
-// x: it ended within the interval (its last figures); k: a kernel thread.
+// Its state at the reading as ps writes it (R running or runnable, S sleeping, D waiting on a
+// device, Z zombie, T stopped, t traced, I idle kernel thread), X: it ended within the interval
+// (its last figures); then k for a kernel thread.
 std::string process_state(const TopRow& r, double /*s*/) {
-  return r.process->exited ? "x" : r.process->kernel ? "k" : "";
+  const TopProcess& p = *r.process;
+  std::string st(1, p.exited ? 'X' : p.state >= 'A' && p.state <= 'z' ? p.state : '?');
+  if (p.kernel) st += 'k';
+  return st;
 }
-std::string comm(const TopRow& r, double /*s*/) { return printable(r.process->comm); }
+std::string user(const TopRow& r, double /*s*/) {
+  const TopProcess& p = *r.process;
+  if (!p.user.empty()) return printable(p.user);
+  return p.uid ? std::to_string(*p.uid) : kNa;
+}
+std::string nice(const TopRow& r, double /*s*/) {
+  return r.process->nice ? std::to_string(*r.process->nice) : kNa;
+}
+// printable(): a process names itself (prctl, argv), so no escape sequence reaches the terminal.
+std::string comm(const TopRow& r, double /*s*/) { return r.tree + printable(r.process->comm); }
+std::string command(const TopRow& r, double /*s*/) {
+  const TopProcess& p = *r.process;
+  return r.tree + printable(p.command.empty() ? (p.kernel ? "[" + p.comm + "]" : p.comm) : p.command);
+}
 std::string process_cgroup(const TopRow& r, double /*s*/) { return printable(r.process->cgroup); }
 
 std::string procs(const TopRow& r, double /*s*/) { return std::to_string(r.cgroup->processes); }
@@ -72,20 +97,28 @@ using S = TopSort;
     "RSS", 6, false, 2, S::kMemory, rss                                                     \
   }
 
+// A process's and a thread's: who and what first, then the figures, the names last (the view
+// shows COMM or COMMAND, stretched; the text tables both, COMMAND last, in full).
 const std::vector<TopColumn> kProcessColumns = {
     {"PID", 7, false, 0, std::nullopt, pid},
-    {"S", 1, true, 5, std::nullopt, process_state},
-    {"COMM", 15, true, 0, std::nullopt, comm},
+    {"USER", 8, true, 1, std::nullopt, user},
+    {"S", 2, true, 0, std::nullopt, process_state},
+    {"NI", 3, false, 7, std::nullopt, nice},
     PM_TOP_FIGURES,
-    {"CGROUP", 6, true, 8, std::nullopt, process_cgroup},
+    {"CGROUP", 16, true, 8, std::nullopt, process_cgroup},
+    {"COMM", 15, true, 0, std::nullopt, comm},
+    {"COMMAND", 24, true, 0, std::nullopt, command},
 };
 const std::vector<TopColumn> kThreadColumns = {
     {"TID", 7, false, 0, std::nullopt, tid},
     {"PID", 7, false, 5, std::nullopt, pid},
-    {"S", 1, true, 6, std::nullopt, process_state},
-    {"COMM", 15, true, 0, std::nullopt, comm},
+    {"USER", 8, true, 1, std::nullopt, user},
+    {"S", 2, true, 0, std::nullopt, process_state},
+    {"NI", 3, false, 7, std::nullopt, nice},
     PM_TOP_FIGURES,
-    {"CGROUP", 6, true, 8, std::nullopt, process_cgroup},
+    {"CGROUP", 16, true, 8, std::nullopt, process_cgroup},
+    {"COMM", 15, true, 0, std::nullopt, comm},
+    {"COMMAND", 24, true, 0, std::nullopt, command},
 };
 // cpu.stat (CG CPU%), pressure (avg10) and run-queue latency come from the cgroup itself.
 const std::vector<TopColumn> kCgroupColumns = {
@@ -124,7 +157,8 @@ std::string lay_out(const std::vector<const TopColumn*>& cols, int width, Cell c
       line += c.left ? text : fit(text, c.width, false);
     } else {
       int w = last ? std::max(width - used, 0) : c.width;
-      line += fit(text, w, c.left, last && c.left);
+      // A cgroup's path cut keeps its leaf; a name or a command line its start.
+      line += fit(text, w, c.left, std::string_view(c.title) == "CGROUP");
       used += w;
     }
   }
@@ -146,9 +180,11 @@ const std::vector<TopColumn>& top_columns(TopList list) {
   return kProcessColumns;
 }
 
-std::vector<const TopColumn*> fit_top_columns(TopList list, int width, TopSort sort) {
+std::vector<const TopColumn*> fit_top_columns(TopList list, int width, TopSort sort, bool command) {
   const std::vector<TopColumn>& all = top_columns(list);
   std::vector<bool> keep(all.size(), false);
+  // One name: the command line or the comm.
+  auto skipped = [&](size_t i) { return std::string_view(all[i].title) == (command ? "COMM" : "COMMAND"); };
   int used = 0;
   auto take = [&](size_t i) {
     keep[i] = true;
@@ -156,11 +192,11 @@ std::vector<const TopColumn*> fit_top_columns(TopList list, int width, TopSort s
   };
   // The identity, the name and the sort key first, then by priority while they fit.
   for (size_t i = 0; i < all.size(); ++i) {
-    if (all[i].priority == 0 || all[i].sort == sort) take(i);
+    if (!skipped(i) && (all[i].priority == 0 || all[i].sort == sort)) take(i);
   }
   for (int prio = 1; prio <= 8; ++prio) {
     for (size_t i = 0; i < all.size(); ++i) {
-      if (!keep[i] && all[i].priority == prio && used + all[i].width + 1 <= width + 1) take(i);
+      if (!keep[i] && !skipped(i) && all[i].priority == prio && used + all[i].width + 1 <= width + 1) take(i);
     }
   }
   std::vector<const TopColumn*> out;
@@ -180,6 +216,7 @@ std::string top_line(const std::vector<const TopColumn*>& cols, const TopRow& ro
 
 std::string short_bytes(double b) {
   if (!std::isfinite(b)) return kNa;
+  if (b < 0.5) b = 0;
   if (b < 1024) return fmt::format("{:.0f}", b);
   const char* units = "KMGTPE";
   double v = b / 1024;
@@ -193,6 +230,7 @@ std::string short_bytes(double b) {
 
 std::string short_count(double n) {
   if (!std::isfinite(n)) return kNa;
+  if (n < 0.5) n = 0;
   if (n < 999.5) return fmt::format("{:.0f}", n);
   const char* units = "kMGT";
   double v = n / 1000;
@@ -206,6 +244,7 @@ std::string short_count(double n) {
 
 std::string short_percent(double pct) {
   if (!std::isfinite(pct)) return kNa;
+  if (pct < 0.05) pct = std::max(pct, 0.0) + 0.0;  // no "-0.0": a rounding error below zero is zero
   return pct < 999.95 ? fmt::format("{:.1f}", pct) : fmt::format("{:.0f}", pct);
 }
 
@@ -235,6 +274,8 @@ std::string top_tables_text(const TopRecord& top) {
   });
   table(TopList::kThreads, "threads", top.threads.size(), [&](size_t i) { return TopRow{&top.threads[i], nullptr}; });
   table(TopList::kCgroups, "cgroups", top.cgroups.size(), [&](size_t i) { return TopRow{nullptr, &top.cgroups[i]}; });
+  // What the lists cannot show here (from /proc without root), once under them.
+  if (!top.note.empty()) s += fmt::format("{:<9}note: {}\n", s.empty() ? "top" : "", printable(top.note));
   if (top.exits_dropped > 0) {
     s += fmt::format("{:<9}note: {} processes ended in the interval without room to keep their last figures\n",
                      s.empty() ? "top" : "", top.exits_dropped);

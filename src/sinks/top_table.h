@@ -21,12 +21,13 @@ enum class TopList { kProcesses, kCgroups, kThreads };
 struct TopRow {
   const TopProcess* process = nullptr;
   const TopCgroup* cgroup = nullptr;
+  std::string tree;  // the tree view: the indent before its name (" \\_ " under its parent, as ps f)
 };
 
 struct TopColumn {
   const char* title;
   int width;                    // characters; the last column of a table takes what is left (at least this)
-  bool left;                    // aligned left (names), else right (numbers)
+  bool left;                    // aligned left (names, paths: cut keeping their end), else right (numbers)
   int priority;                 // the view keeps low numbers first when the terminal is narrow
   std::optional<TopSort> sort;  // the column the sort key orders by (always kept)
   std::string (*cell)(const TopRow& row, double seconds);
@@ -36,8 +37,9 @@ struct TopColumn {
 const std::vector<TopColumn>& top_columns(TopList list);
 
 // The columns that fit `width` characters (separated by one space): by priority, the sort key's
-// own always; in display order. The last one is the list's name column, stretched to fill.
-std::vector<const TopColumn*> fit_top_columns(TopList list, int width, TopSort sort);
+// own always; in display order. The last one is the list's name column, stretched to fill: the
+// command line (COMMAND) where `command`, else the name the process gave itself (COMM).
+std::vector<const TopColumn*> fit_top_columns(TopList list, int width, TopSort sort, bool command = false);
 
 // A header or a row laid out over the chosen columns. width < 0: no limit (the last column in
 // full); else the line is exactly `width` characters.
@@ -46,6 +48,7 @@ std::string top_line(const std::vector<const TopColumn*>& cols, const TopRow& ro
 
 // Compact figures for narrow columns: "0", "512", "4.0K", "12M", "1.2G" (bytes, powers of
 // 1024); "987", "4.5k", "12k", "1.2M" (counts); "12.3" (percent); "850ns", "42us", "3.1ms".
+// A value that rounds to zero is "0" (or "0.0"), never "-0.0".
 std::string short_bytes(double bytes);
 std::string short_count(double n);
 std::string short_percent(double pct);

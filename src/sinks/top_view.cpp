@@ -104,7 +104,9 @@ class TopViewSink final : public Sink {
 
   void summary(const SummaryRecord& /*rec*/, const RunInfo& /*info*/,
                const std::vector<Unavailable>& /*list*/) override {
-    stop();
+    // A normal end (q, Ctrl-C, SIGTERM, --duration): what perf-monitor said meanwhile was shown
+    // in the view (the footer, the help's notes); nothing of it is printed onto the terminal.
+    stop(/*replay=*/false);
   }
 
   [[nodiscard]] int input_fd() const override { return screen_ != nullptr ? STDIN_FILENO : -1; }
@@ -161,13 +163,15 @@ class TopViewSink final : public Sink {
     draw();
   }
 
-  void stop() {
+  // replay: write what was captured to the restored standard error (a way out other than the
+  // session's normal end: an error the view may not have shown long enough to be read).
+  void stop(bool replay = true) {
     if (screen_ != nullptr) {
       endwin();  // the terminal's modes back, the alternate screen left, the cursor shown
       delscreen(screen_);
       screen_ = nullptr;
     }
-    release_stderr();
+    release_stderr(replay);
   }
 
   // Standard error on the terminal goes to a memory file while the view is up.
@@ -185,12 +189,11 @@ class TopViewSink final : public Sink {
   }
 
   // Standard error back, and what was written to it meanwhile.
-  void release_stderr() {
+  void release_stderr(bool replay = true) {
     if (!saved_stderr_) return;
     ::dup2(saved_stderr_.get(), STDERR_FILENO);
     saved_stderr_ = UniqueFd();
-    std::string text = captured(0);
-    // What was not available was said in the view (h); nothing of it lands on the terminal after q.
+    std::string text = replay ? captured(0) : std::string();
     for (size_t at = 0; at < text.size();) {
       ssize_t n = ::write(STDERR_FILENO, text.data() + at, text.size() - at);
       if (n <= 0) break;

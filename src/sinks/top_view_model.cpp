@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sinks/top_view_model.h"
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -59,29 +67,97 @@ const char* list_name(TopList l) {
   return "processes";
 }
 
+// At most 22 lines of at most 80 characters: the whole of it on an 80x24 terminal, with the
+// title above and the footer below.
 const std::vector<std::string> kHelp = {
-    "perf-monitor top: who is using the machine, refreshed every interval",
-    "",
-    "Sort (largest first)  c CPU       r run-queue wait   b blocked time",
-    "                      i I/O       f page faults      m memory (RSS)",
-    "Lists                 p processes g cgroups          t threads",
-    "Expand                Enter (e, Right): a cgroup's processes, a process's threads",
-    "                      Left, Backspace: back to the list it came from",
-    "Filter                / then part of a name, Enter; Esc clears it",
-    "Move                  Up Down (k j)  PgUp PgDn  Home End",
+    "Sort (largest first)  P CPU   R run-queue wait   B blocked   I I/O",
+    "                      F page faults   M memory (RSS)",
+    "Lists                 p processes  g cgroups  H threads  t tree (children",
+    "                      under their parents)   c command line or name",
+    "Expand                Enter (e, Right): a cgroup's processes, a process's",
+    "                      threads; Left, Backspace: back",
+    "Filter                / then part of a name or a PID, Enter; Esc clears it",
+    "Act on the selected   k send a signal (asks which, then y/n)  r renice",
+    "                      (asks the value); one's own processes unless root",
+    "Move                  Up Down  PgUp PgDn  Home End",
     "Pause                 space (keys still work on the paused interval)",
     "Quit                  q, Ctrl-C",
-    "",
-    "Per second of the interval: CPU% USR% SYS% on a CPU, RUNQ% runnable and",
-    "waiting for a CPU, BLK% neither (over 100% with several threads); READ/s",
-    "WRITE/s storage I/O; FLT/s page faults; CSW/s context switches. RSS: now",
-    "(a thread: its process's). S: x ended within the interval, k kernel",
-    "thread, + a cgroup at the depth limit (its descendants count in it). A",
-    "cgroup's own files: CGCPU% its cpu.stat, PSCPU% PSIO% PSMEM% its pressure",
-    "(some, avg10), RQP99 its run-queue latency p99. n/a: not available here.",
-    "",
-    "Any key closes this help.",
+    "Shares of the interval, 100 = one CPU: CPU% USR% SYS% running, RUNQ%",
+    "waiting for a CPU, BLK% blocked. A thread's stay within 100; a process",
+    "sums its threads, a cgroup its processes: up to 100 x CPUs. READ/s WRITE/s",
+    "storage I/O, FLT/s faults, CSW/s switches; RSS now. S: R run(nable), S",
+    "sleep, D disk, Z zombie, T stopped, I idle, X ended in the interval; k a",
+    "kernel thread. Cgroups: + counts its descendants, CGCPU% cpu.stat, PSCPU%",
+    "PSIO% PSMEM% pressure (avg10), RQP99 run-queue wait p99. n/a: not here.",
 };
+
+// A signal by name (TERM, SIGTERM, term) or number; 0 when not one.
+int signal_of(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (s.rfind("SIG", 0) == 0) s.erase(0, 3);
+  if (s.empty()) return SIGTERM;
+  if (s.find_first_not_of("0123456789") == std::string::npos) {
+    int n = s.size() <= 2 ? std::stoi(s) : 0;
+    return n >= 1 && n <= SIGRTMAX ? n : 0;
+  }
+  static const std::map<std::string, int> kNames = {
+      {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL}, {"TERM", SIGTERM},
+      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"STOP", SIGSTOP}, {"CONT", SIGCONT}, {"TSTP", SIGTSTP},
+      {"ALRM", SIGALRM}, {"PIPE", SIGPIPE}, {"WINCH", SIGWINCH}};
+  auto it = kNames.find(s);
+  return it != kNames.end() ? it->second : 0;
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : std::to_string(sig);
+}
+
+// Children under their parents, each level's siblings in the rows' order (the sort key), as ps f
+// draws them.
+std::vector<TopRow> as_tree(std::vector<TopRow> rows) {
+  std::map<int, size_t> at;
+  for (size_t i = 0; i < rows.size(); ++i) at[rows[i].process->pid] = i;
+  std::vector<std::vector<size_t>> children(rows.size());
+  std::vector<size_t> roots;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    int ppid = rows[i].process->ppid;
+    auto parent = ppid != rows[i].process->pid ? at.find(ppid) : at.end();
+    if (parent == at.end()) {
+      roots.push_back(i);
+    } else {
+      children[parent->second].push_back(i);
+    }
+  }
+  std::vector<TopRow> out;
+  out.reserve(rows.size());
+  std::vector<bool> placed(rows.size(), false);
+  // Depth-first without recursion: (row, depth), the next sibling below its elder's children.
+  std::vector<std::pair<size_t, int>> stack;
+  auto push_all = [&](const std::vector<size_t>& list, int depth) {
+    for (auto it = list.rbegin(); it != list.rend(); ++it) stack.emplace_back(*it, depth);
+  };
+  push_all(roots, 0);
+  while (!stack.empty() || out.size() < rows.size()) {
+    if (stack.empty()) {  // a cycle of parents (a PID reused as its own ancestor's parent): roots too
+      for (size_t i = 0; i < rows.size(); ++i) {
+        if (!placed[i]) {
+          stack.emplace_back(i, 0);
+          break;
+        }
+      }
+    }
+    auto [i, depth] = stack.back();
+    stack.pop_back();
+    if (placed[i]) continue;
+    placed[i] = true;
+    TopRow r = rows[i];
+    if (depth > 0) r.tree = std::string(static_cast<size_t>(4 * std::min(depth - 1, 20) + 1), ' ') + "\\_ ";
+    out.push_back(std::move(r));
+    push_all(children[i], depth + 1);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -113,8 +189,8 @@ SystemFigures system_figures(const IntervalRecord& rec) {
       for (size_t r = 0; r < SystemFigures::kPsiResources.size(); ++r) {
         if (label(v, "resource") != SystemFigures::kPsiResources[r]) continue;
         std::string_view kind = label(v, "kind");
-        if (kind == "some") s.psi[r][0] = 100 * v.rate;
-        if (kind == "full") s.psi[r][1] = 100 * v.rate;
+        if (kind == "some") s.psi[r][0] = std::clamp(100 * v.rate, 0.0, 100.0);  // a share of the interval
+        if (kind == "full") s.psi[r][1] = std::clamp(100 * v.rate, 0.0, 100.0);
       }
     }
   }
@@ -164,6 +240,7 @@ std::vector<TopRow> TopViewModel::rows() const {
       return std::pair(a.process->pid, a.process->tid) < std::pair(b.process->pid, b.process->tid);
     return a.cgroup->path < b.cgroup->path;
   });
+  if (tree_ && list_ == TopList::kProcesses) return as_tree(std::move(out));
   return out;
 }
 
@@ -246,6 +323,8 @@ void TopViewModel::settle(const std::vector<TopRow>& all) {
 }
 
 TopViewModel::Action TopViewModel::act(const ViewKey& k) {
+  if (prompt_ != Prompt::kNone) return answer(k);
+  status_.clear();
   if (editing_) {
     switch (k.kind) {
       case ViewKey::kEnter:
@@ -312,22 +391,22 @@ TopViewModel::Action TopViewModel::act(const ViewKey& k) {
       break;
   }
   switch (k.ch) {
-    case 'c':
+    case 'P':
       sort_ = TopSort::kCpu;
       break;
-    case 'r':
+    case 'R':
       sort_ = TopSort::kRunq;
       break;
-    case 'b':
+    case 'B':
       sort_ = TopSort::kBlocked;
       break;
-    case 'i':
+    case 'I':
       sort_ = TopSort::kIo;
       break;
-    case 'f':
+    case 'F':
       sort_ = TopSort::kFaults;
       break;
-    case 'm':
+    case 'M':
       sort_ = TopSort::kMemory;
       break;
     case 'p':
@@ -336,17 +415,25 @@ TopViewModel::Action TopViewModel::act(const ViewKey& k) {
     case 'g':
       show_list(TopList::kCgroups);
       break;
-    case 't':
+    case 'H':
       show_list(TopList::kThreads);
+      break;
+    case 't':
+      // The processes under their parents (or sorted again); from another list, its processes.
+      tree_ = list_ != TopList::kProcesses || !tree_;
+      if (list_ != TopList::kProcesses) show_list(TopList::kProcesses);
+      break;
+    case 'c':
+      command_ = !command_;
+      break;
+    case 'k':
+      ask(Prompt::kSignal, now);
+      break;
+    case 'r':
+      ask(Prompt::kNice, now);
       break;
     case 'e':
       expand(now);
-      break;
-    case 'k':
-      move_selection(selected_ - 1, now);
-      break;
-    case 'j':
-      move_selection(selected_ + 1, now);
       break;
     case '/':
       editing_ = true;
@@ -363,6 +450,125 @@ TopViewModel::Action TopViewModel::act(const ViewKey& k) {
       return Action::kNone;
   }
   return Action::kRedraw;
+}
+
+// k or r on the selected row: asked only where the answer can be acted on.
+void TopViewModel::ask(Prompt p, const std::vector<TopRow>& rows) {
+  const char* what = p == Prompt::kSignal ? "k (signal)" : "r (renice)";
+  if (selected_ < 0 || selected_ >= static_cast<int>(rows.size()) || rows[static_cast<size_t>(selected_)].process == nullptr) {
+    status_ = std::string(what) + ": select a process first (p: the processes)";
+    return;
+  }
+  const TopProcess& proc = *rows[static_cast<size_t>(selected_)].process;
+  if (proc.exited) {
+    status_ = fmt::format("{}: process {} has ended", what, proc.pid);
+    return;
+  }
+  uid_t me = ::geteuid();
+  if (me != 0 && proc.uid && *proc.uid != me) {
+    status_ = fmt::format("{}: process {} is {}'s; only root may act on others' processes", what, proc.pid,
+                          proc.user.empty() ? std::to_string(*proc.uid) : printable(proc.user));
+    return;
+  }
+  target_pid_ = proc.pid;
+  target_tid_ = proc.tid != 0 ? proc.tid : proc.pid;
+  target_name_ = printable(proc.comm);
+  target_nice_ = proc.nice;
+  // The process as it is now: a PID reused before the answer is a pidfd of the gone process.
+  target_fd_ = UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, proc.pid, 0)));
+  input_.clear();
+  prompt_ = p;
+}
+
+TopViewModel::Action TopViewModel::answer(const ViewKey& k) {
+  if (k.kind == ViewKey::kEscape || (k.kind == ViewKey::kChar && k.ch == 3)) {
+    status_ = prompt_ == Prompt::kNice ? "not reniced" : "no signal sent";
+    prompt_ = Prompt::kNone;
+    target_fd_ = UniqueFd();
+    return Action::kRedraw;
+  }
+  if (prompt_ == Prompt::kConfirm) {
+    bool yes = k.kind == ViewKey::kChar && (k.ch == 'y' || k.ch == 'Y');
+    prompt_ = Prompt::kNone;
+    if (yes) {
+      send_signal();
+    } else {
+      status_ = "no signal sent";
+    }
+    target_fd_ = UniqueFd();
+    return Action::kRedraw;
+  }
+  if (k.kind == ViewKey::kBackspace) {
+    if (!input_.empty()) input_.pop_back();
+  } else if (k.kind == ViewKey::kEnter) {
+    if (prompt_ == Prompt::kSignal) {
+      signal_ = signal_of(input_);
+      if (signal_ == 0) {
+        status_ = "not a signal: " + input_ + " (a name as TERM, KILL, HUP, or a number)";
+        prompt_ = Prompt::kNone;
+        target_fd_ = UniqueFd();
+      } else {
+        prompt_ = Prompt::kConfirm;
+      }
+    } else {
+      prompt_ = Prompt::kNone;
+      renice();
+      target_fd_ = UniqueFd();
+    }
+  } else if (k.kind == ViewKey::kChar && k.ch > 0x20 && k.ch < 0x7f && input_.size() < 12) {
+    input_ += static_cast<char>(k.ch);
+  }
+  return Action::kRedraw;
+}
+
+void TopViewModel::send_signal() {
+  std::string who = fmt::format("{} ({})", target_pid_, target_name_);
+  int rc = target_fd_ ? static_cast<int>(::syscall(SYS_pidfd_send_signal, target_fd_.get(), signal_, nullptr, 0))
+                      : ::kill(target_pid_, signal_);
+  if (rc == 0) {
+    status_ = fmt::format("sent {} to {}", signal_name(signal_), who);
+  } else if (errno == ESRCH) {
+    status_ = fmt::format("{}: {} has ended", signal_name(signal_), who);
+  } else {
+    status_ = fmt::format("kill {} {}: {}", signal_name(signal_), who, std::strerror(errno));
+  }
+}
+
+void TopViewModel::renice() {
+  std::string who = fmt::format("{} ({})", target_tid_, target_name_);
+  std::string text = input_;
+  auto value = parse_i64(text);
+  if (!value || *value < -20 || *value > 19) {
+    status_ = "not a nice value: " + text + " (-20 to 19)";
+    return;
+  }
+  // Still the process that was asked about (its pidfd says whether it lives).
+  if (target_fd_ && ::syscall(SYS_pidfd_send_signal, target_fd_.get(), 0, nullptr, 0) != 0 && errno == ESRCH) {
+    status_ = fmt::format("renice: {} has ended", who);
+    return;
+  }
+  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(target_tid_), static_cast<int>(*value)) == 0) {
+    status_ = fmt::format("{}: nice {}", who, *value);
+  } else {
+    int e = errno;
+    status_ = fmt::format("renice {} {}: {}{}", who, *value, std::strerror(e),
+                          e == EACCES || e == EPERM ? " (only root may lower a nice value or renice others')" : "");
+  }
+}
+
+std::string TopViewModel::prompt_text() const {
+  switch (prompt_) {
+    case Prompt::kSignal:
+      return fmt::format("Signal for {} ({}) [TERM; Esc: none]: {}_", target_pid_, target_name_, input_);
+    case Prompt::kConfirm:
+      return fmt::format("Send {} to {} ({})? y/n", signal_name(signal_), target_pid_, target_name_);
+    case Prompt::kNice:
+      return fmt::format("Nice value for {} ({}), now {}, -20 to 19 [Esc: none]: {}_", target_tid_, target_name_,
+                         target_nice_ ? std::to_string(*target_nice_) : "n/a", input_);
+    case Prompt::kNone:
+      break;
+  }
+  return "";
 }
 
 std::vector<std::string> TopViewModel::system_lines(int width) const {
@@ -417,6 +623,7 @@ std::string TopViewModel::caption(size_t rows) const {
     }
   }
   s += fmt::format(" ({}) by {}", rows, to_string(sort_));
+  if (tree_ && list_ == TopList::kProcesses) s += ", as a tree";
   if (!filter_.empty() || editing_) s += "  filter: " + filter_;
   if (!in_cgroup_.empty() || of_pid_ != 0) s += "  (Left: back)";
   return s;
@@ -442,6 +649,19 @@ std::vector<ScreenLine> TopViewModel::screen(int width, int height) {
     title += std::string(static_cast<size_t>(width) - title.size() - right.size(), ' ') + right;
   }
   add(title, ScreenLine::kTitle);
+  if (help_) {
+    // The whole screen but the title and footer: on 80x24 all of it shows, then the notes.
+    for (const std::string& l : kHelp) add(l);
+    if (shown_ && !shown_->note.empty()) {
+      for (std::string& l : wrap("Here: " + printable(shown_->note), width)) add(std::move(l));
+    }
+    for (const std::string& n : notes_) {
+      for (std::string& l : wrap(n, width)) add(std::move(l));
+    }
+    while (static_cast<int>(out.size()) < height - 1) add("");
+    add("Any key: back to the lists", ScreenLine::kFooter);
+    return out;
+  }
   if (have_system_) {
     for (std::string& l : system_lines(width)) add(std::move(l));
   } else {
@@ -451,16 +671,12 @@ std::vector<ScreenLine> TopViewModel::screen(int width, int height) {
   std::vector<TopRow> all = rows();
   settle(all);
   add(caption(all.size()), ScreenLine::kCaption);
+  // What the lists cannot show here (from /proc without root), one line.
+  if (shown_ && !shown_->note.empty()) add(printable(shown_->note));
   int body = std::max(height - static_cast<int>(out.size()) - 2, 0);  // header and footer apart
   page_ = std::max(body - 1, 1);
-  if (help_) {
-    for (const std::string& n : notes_) {
-      for (std::string& l : wrap(n, width)) add(std::move(l));
-    }
-    if (!notes_.empty()) add("");
-    for (const std::string& l : kHelp) add(l);
-  } else {
-    auto cols = fit_top_columns(list_, width, sort_);
+  {
+    auto cols = fit_top_columns(list_, width, sort_, command_ && list_ != TopList::kCgroups);
     add(top_header(cols, width), ScreenLine::kHeader);
     if (selected_ < scroll_) scroll_ = selected_;
     if (selected_ >= scroll_ + body) scroll_ = selected_ - body + 1;
@@ -479,12 +695,16 @@ std::vector<ScreenLine> TopViewModel::screen(int width, int height) {
   while (static_cast<int>(out.size()) < height - 1) add("");
   // Footer: the filter being typed, else news (a message perf-monitor printed), else the keys.
   std::string footer;
-  if (editing_) {
+  if (prompt_ != Prompt::kNone) {
+    footer = prompt_text();
+  } else if (editing_) {
     footer = "filter (Enter: keep, Esc: clear): " + filter_ + "_";
+  } else if (!status_.empty()) {
+    footer = status_;
   } else if (!flash_.empty()) {
     footer = flash_;
   } else {
-    footer = "sort c r b i f m  list p g t  Enter expand  / filter  space pause  h help  q quit";
+    footer = "sort P R B I F M  list p g H t  c cmd  k kill  r nice  / filter  h help  q quit";
     if (!notes_.empty()) footer = fmt::format("{} notes (h)  ", notes_.size()) + footer;
   }
   add(footer, ScreenLine::kFooter);

@@ -13,6 +13,7 @@
 
 #include "core/aggregator.h"
 #include "core/clock.h"
+#include "core/fd.h"
 #include "core/top.h"
 #include "sinks/top_table.h"
 
@@ -80,9 +81,21 @@ class TopViewModel {
   // The rows of the current list, sorted and filtered (all of them, not only those on screen).
   [[nodiscard]] std::vector<TopRow> rows() const;
   [[nodiscard]] int selected() const { return selected_; }
+  [[nodiscard]] bool tree() const { return tree_; }
+  [[nodiscard]] bool command_shown() const { return command_; }
+  // The footer's status: what the last k or r did (or why it could not), until the next key.
+  [[nodiscard]] const std::string& status() const { return status_; }
+  // A question being asked in the footer (k: which signal, then y/n; r: which nice value).
+  [[nodiscard]] bool asking() const { return prompt_ != Prompt::kNone; }
 
  private:
+  enum class Prompt { kNone, kSignal, kConfirm, kNice };
   Action act(const ViewKey& k);
+  Action answer(const ViewKey& k);
+  void ask(Prompt p, const std::vector<TopRow>& rows);
+  void send_signal();
+  void renice();
+  std::string prompt_text() const;
   void settle(const std::vector<TopRow>& rows);
   void show_list(TopList list);
   void expand(const std::vector<TopRow>& rows);
@@ -108,6 +121,14 @@ class TopViewModel {
   bool follow_top_ = true;
   std::string selected_key_;
   int selected_ = 0, scroll_ = 0, page_ = 10;
+  bool tree_ = false, command_ = true;
+  // k and r: the process asked about (a pidfd taken when asked: a PID reused before the answer is
+  // never signalled), the signal chosen, what was typed.
+  Prompt prompt_ = Prompt::kNone;
+  std::string input_, target_name_, status_;
+  int target_pid_ = 0, target_tid_ = 0, signal_ = 15;
+  std::optional<int> target_nice_;
+  UniqueFd target_fd_;
   std::vector<std::string> notes_;
   std::string flash_, no_lists_;
 };

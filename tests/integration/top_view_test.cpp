@@ -75,10 +75,11 @@ std::vector<std::string> fields(const std::string& s) {
 class Tmux {
  public:
   // A socket per pane: a server being killed must not take the next test's session with it.
-  Tmux(int width, int height) : socket_("pm-top-test-" + std::to_string(::getpid()) + "-" + std::to_string(++count_)) {
-    std::string shell =
-        "env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=screen LANG=C.UTF-8 "
-        "PS1='PMTEST$ ' bash --norc --noprofile";
+  // as_user: a command the shell runs under (setpriv ...: another user's shell), else root's.
+  Tmux(int width, int height, const std::string& as_user = "")
+      : socket_("pm-top-test-" + std::to_string(::getpid()) + "-" + std::to_string(++count_)) {
+    std::string shell = "env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=" + std::string(as_user.empty() ? "/root" : "/tmp") +
+                        " TERM=screen LANG=C.UTF-8 PS1='PMTEST$ ' " + as_user + " bash --norc --noprofile";
     Shell r = tmux("-f /dev/null new-session -d -s main -x " + std::to_string(width) + " -y " + std::to_string(height) +
                    " " + quote(shell));
     if (r.rc != 0) {
@@ -166,7 +167,7 @@ struct Table {
       at = header_line.size() - title.size();
     if (at == std::string::npos || row >= lines.size()) return "";
     const std::string& l = lines[row];
-    bool name = title == "COMM" || title == "CGROUP" || title == "S";
+    bool name = title == "COMM" || title == "COMMAND" || title == "CGROUP" || title == "S" || title == "USER";
     if (name) {
       size_t next = header_line.find_first_not_of(' ', header_line.find(' ', at));
       std::string v = l.substr(std::min(at, l.size()), next == std::string::npos ? std::string::npos : next - at - 1);
@@ -367,21 +368,38 @@ TEST_P(TopViewSizes, BurnerOnTheFirstRowAndSortKeysReorder) {
   EXPECT_NE(screen.find("PSI "), std::string::npos) << screen;
   Table tb = table_of(screen);
   ASSERT_FALSE(tb.rows.empty()) << screen;
-  bool named = false;
-  for (size_t r = 0; r < tb.rows.size(); ++r) {
-    if (tb.rows[r][0] == burner_pid) named = tb.cell(r, "COMM") == "pm-workload";
-  }
-  EXPECT_TRUE(named) << screen;
+  // c: the names instead of the command lines.
+  t.type("c");
+  ASSERT_TRUE(t.wait_for([](const std::string& s) { return table_of(s).header_line.find("COMMAND") == std::string::npos; },
+                         5s))
+      << t.screen();
+  EXPECT_TRUE(t.wait_for(
+      [&](const std::string& s) {
+        Table named = table_of(s);
+        for (size_t r = 0; r < named.rows.size(); ++r) {
+          if (named.rows[r][0] == burner_pid) return named.cell(r, "COMM") == "pm-workload";
+        }
+        return false;
+      },
+      10s))
+      << t.screen();
+  t.type("c");
+  ASSERT_TRUE(t.wait_for([](const std::string& s) { return table_of(s).header_line.find("COMMAND") != std::string::npos; },
+                         5s))
+      << t.screen();
+  screen = t.screen();
+  tb = table_of(screen);
   // Every line fits the pane; the wide pane shows every column.
   for (const std::string& l : lines_of(screen)) EXPECT_LE(static_cast<int>(l.size()), w) << l;
   if (w >= 200) {
-    for (const char* col : {"USR%", "SYS%", "RUNQ%", "BLK%", "READ/s", "WRITE/s", "FLT/s", "CSW/s", "RSS", "CGROUP"}) {
+    for (const char* col : {"USER", "S", "NI", "USR%", "SYS%", "RUNQ%", "BLK%", "READ/s", "WRITE/s", "FLT/s", "CSW/s",
+                            "RSS", "CGROUP", "COMMAND"}) {
       EXPECT_NE(std::find(tb.header.begin(), tb.header.end(), col), tb.header.end()) << col << "\n" << screen;
     }
   }
 
-  // r: by run-queue wait, the waiting threads' process first; c: the burner again.
-  t.type("r");
+  // R: by run-queue wait, the waiting threads' process first; P: the burner again.
+  t.type("R");
   EXPECT_TRUE(t.wait_for([](const std::string& s) { return s.find(") by runq") != std::string::npos; }, 5s));
   EXPECT_TRUE(first_row_becomes(t, [&](const std::string& pid) { return queued_pids.count(pid) != 0; }))
       << "the waiting threads' process " << queued.pid() << " is not first by run-queue wait:\n"
@@ -395,7 +413,7 @@ TEST_P(TopViewSizes, BurnerOnTheFirstRowAndSortKeysReorder) {
       },
       10s))
       << t.screen();
-  t.type("c");
+  t.type("P");
   EXPECT_TRUE(t.wait_for([&](const std::string& sc) { return leads_by_cpu(sc, burner_pid); }, 15s)) << t.screen();
   t.type("q");
   EXPECT_TRUE(t.wait_for([](const std::string& s) { return s.rfind("PMTEST$") != std::string::npos; }, 10s));
@@ -563,6 +581,230 @@ TEST(TopViewTerminal, NotOnATerminalPrintsTextTables) {
   EXPECT_NE(o.out.find("\n         cgroups by cpu"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("cpu      user"), std::string::npos) << o.out;  // the usual system block
 }
+
+
+// ---- perf-monitor top for a normal user: from /proc, as top and htop run. ----
+
+// Runs as: root switches to nobody (setpriv) for the shell and the burner; a normal user is
+// already unprivileged and runs as itself.
+std::string as_unprivileged() {
+  return ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups" : "";
+}
+
+// The binary where an unprivileged user can run it (the build tree may be root's alone).
+class ReachableBinary {
+ public:
+  ReachableBinary() {
+    char tmpl[] = "/tmp/pm-top-user-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return;
+    dir_ = tmpl;
+    ::chmod(dir_.c_str(), 0755);
+    std::error_code ec;
+    fs::copy_file(binary(), dir_ + "/perf-monitor", ec);
+    if (ec) return;
+    ::chmod((dir_ + "/perf-monitor").c_str(), 0755);
+    path_ = dir_ + "/perf-monitor";
+  }
+  ~ReachableBinary() {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  ReachableBinary(const ReachableBinary&) = delete;
+  ReachableBinary& operator=(const ReachableBinary&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+// A shell loop burning a CPU as the unprivileged user, its command line marked with its own
+// word (PMBURN_<test pid>) near the start, so an 80-column COMMAND shows it.
+class UserBurner {
+ public:
+  UserBurner() : mark_("PMBURN_" + std::to_string(::getpid())) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::string loop = mark_ + "=1; while :; do :; done";
+      if (::geteuid() == 0) {
+        ::execlp("setpriv", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", loop.c_str(),
+                 static_cast<char*>(nullptr));
+      } else {
+        ::execlp("sh", "sh", "-c", loop.c_str(), static_cast<char*>(nullptr));
+      }
+      ::_exit(127);
+    }
+  }
+  ~UserBurner() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  UserBurner(const UserBurner&) = delete;
+  UserBurner& operator=(const UserBurner&) = delete;
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] const std::string& mark() const { return mark_; }
+  // Whether it ended (by `sig`) within the timeout.
+  bool ended_by(int sig, std::chrono::milliseconds timeout) {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    do {
+      int st = 0;
+      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+        reaped_ = true;
+        return WIFSIGNALED(st) && WTERMSIG(st) == sig;
+      }
+      std::this_thread::sleep_for(50ms);
+    } while (std::chrono::steady_clock::now() < end);
+    return false;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  std::string mark_;
+};
+
+// The burner's row on the screen, or -1.
+int row_of(const Table& tb, pid_t pid) {
+  for (size_t r = 0; r < tb.rows.size(); ++r) {
+    if (tb.rows[r][0] == std::to_string(pid)) return static_cast<int>(r);
+  }
+  return -1;
+}
+
+class TopViewUnprivileged : public ::testing::TestWithParam<std::pair<int, int>> {};
+
+TEST_P(TopViewUnprivileged, OwnBurnerWithUserStateCommandTreeKillHelpAndNothingAfterQuit) {
+  if (sh("tmux -V").rc != 0) GTEST_SKIP() << "tmux is not installed (scripts/install-deps.sh)";
+  if (::geteuid() == 0 && sh("setpriv --version").rc != 0) GTEST_SKIP() << "no setpriv to become a normal user";
+  auto [w, h] = GetParam();
+  ReachableBinary bin;
+  ASSERT_FALSE(bin.path().empty()) << "cannot copy the binary where a normal user can run it";
+  UserBurner burner;
+  ASSERT_GT(burner.pid(), 0);
+  std::string user = ::geteuid() == 0 ? "nobody" : sh("id -un").out.substr(0, sh("id -un").out.size() - 1);
+  Tmux t(w, h, as_unprivileged());
+  ASSERT_TRUE(t.error().empty()) << t.error();
+  t.type("clear");
+  t.keys("Enter");
+  t.type(bin.path() + " top --interval 500ms");
+  t.keys("Enter");
+  // Its row: its user, state R, its command line; the note says why some figures are n/a.
+  auto burner_row_ok = [&](const std::string& s) {
+    Table tb = table_of(s);
+    int r = row_of(tb, burner.pid());
+    if (r < 0) return false;
+    auto at = static_cast<size_t>(r);
+    return tb.cell(at, "USER") == user && tb.cell(at, "S") == "R" &&
+           tb.cell(at, "COMMAND").find("sh -c " + burner.mark()) == 0;
+  };
+  ASSERT_TRUE(t.wait_for(burner_row_ok, 30s)) << "the burner " << burner.pid() << " is not shown as " << user
+                                              << ", R, with its command line:\n"
+                                              << t.screen();
+  std::string screen = t.screen();
+  EXPECT_NE(screen.find(": figures from /proc; n/a: blocked time"), std::string::npos) << screen;
+  EXPECT_EQ(screen.find("Operation not permitted"), std::string::npos) << screen;
+  for (const std::string& l : lines_of(screen)) EXPECT_LE(static_cast<int>(l.size()), w) << l;
+  if (w >= 200) {  // the whole command line
+    Table tb = table_of(screen);
+    int r = row_of(tb, burner.pid());
+    ASSERT_GE(r, 0);
+    EXPECT_EQ(tb.cell(static_cast<size_t>(r), "COMMAND"), "sh -c " + burner.mark() + "=1; while :; do :; done");
+  }
+
+  // c: the name (COMM) instead of the command line, and back.
+  t.type("c");
+  EXPECT_TRUE(t.wait_for(
+      [&](const std::string& s) {
+        Table tb = table_of(s);
+        int r = row_of(tb, burner.pid());
+        return tb.header_line.find("COMMAND") == std::string::npos && r >= 0 &&
+               tb.cell(static_cast<size_t>(r), "COMM") == "sh";
+      },
+      10s))
+      << t.screen();
+  t.type("c");
+  EXPECT_TRUE(t.wait_for(burner_row_ok, 10s)) << t.screen();
+
+  // t: the tree, children indented under their parents; t again: sorted.
+  t.type("t");
+  EXPECT_TRUE(t.wait_for(
+      [&](const std::string& s) {
+        return s.find("as a tree") != std::string::npos && s.find("\\_ ") != std::string::npos;
+      },
+      10s))
+      << t.screen();
+  t.type("t");
+  EXPECT_TRUE(t.wait_for([&](const std::string& s) { return s.find("as a tree") == std::string::npos; }, 5s))
+      << t.screen();
+
+  // h: the help fits, its pause and quit lines too; any key closes it.
+  t.type("h");
+  ASSERT_TRUE(t.wait_for([](const std::string& s) { return s.find("Quit ") != std::string::npos; }, 5s))
+      << t.screen();
+  screen = t.screen();
+  for (const char* want : {"Pause ", "space (keys still work", "Quit ", "q, Ctrl-C", "k send a signal", "t tree"}) {
+    EXPECT_NE(screen.find(want), std::string::npos) << want << "\n" << screen;
+  }
+  for (const std::string& l : lines_of(screen)) EXPECT_LE(static_cast<int>(l.size()), w) << l;
+  t.type("x");
+  ASSERT_TRUE(t.wait_for([](const std::string& s) { return !table_of(s).rows.empty(); }, 5s)) << t.screen();
+
+  // k on its own process: select it (filter by its PID), TERM by default, y: it ends.
+  t.type("/" + std::to_string(burner.pid()));
+  t.keys("Enter");
+  ASSERT_TRUE(t.wait_for(
+      [&](const std::string& s) {
+        Table tb = table_of(s);
+        return tb.rows.size() == 1 && row_of(tb, burner.pid()) == 0;
+      },
+      10s))
+      << t.screen();
+  t.type("k");
+  ASSERT_TRUE(t.wait_for(
+      [&](const std::string& s) { return s.find("Signal for " + std::to_string(burner.pid())) != std::string::npos; },
+      5s))
+      << t.screen();
+  t.keys("Enter");
+  ASSERT_TRUE(t.wait_for(
+      [&](const std::string& s) {
+        return s.find("Send SIGTERM to " + std::to_string(burner.pid()) + " (sh)? y/n") != std::string::npos;
+      },
+      5s))
+      << t.screen();
+  EXPECT_FALSE(burner.ended_by(SIGTERM, 300ms)) << "the signal went before the answer";
+  t.type("y");
+  EXPECT_TRUE(t.wait_for(
+      [&](const std::string& s) { return s.find("sent SIGTERM to " + std::to_string(burner.pid())) != std::string::npos; },
+      5s))
+      << t.screen();
+  EXPECT_TRUE(burner.ended_by(SIGTERM, 10s)) << "the burner did not end by SIGTERM";
+
+  // q: the shell's prompt, and nothing perf-monitor printed.
+  t.type("q");
+  ASSERT_TRUE(t.wait_for([](const std::string& s) { return s.rfind("PMTEST$ \n") != std::string::npos || s.rfind("PMTEST$") != std::string::npos; }, 10s));
+  ASSERT_TRUE(t.wait_for([&](const std::string&) { return !t.alternate_screen(); }, 10s));
+  ASSERT_TRUE(t.wait_for(
+      [](const std::string& s) {
+        auto ls = lines_of(s);
+        size_t prompts = 0;
+        for (const auto& l : ls) prompts += l.rfind("PMTEST$", 0) == 0;
+        return prompts >= 2;
+      },
+      10s))
+      << t.screen();
+  screen = t.screen();
+  for (const std::string& l : lines_of(screen)) {
+    if (fields(l).empty()) continue;
+    // The command typed (wrapped on a narrow pane), then the prompt again: nothing else.
+    bool typed = l.rfind("PMTEST$", 0) == 0 || (bin.path() + " top --interval 500ms").find(fields(l)[0]) != std::string::npos;
+    EXPECT_TRUE(typed) << "printed after q: '" << l << "'\n" << screen;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Panes, TopViewUnprivileged, ::testing::Values(std::pair{80, 24}, std::pair{200, 50}),
+                         [](const auto& p) {
+                           return std::to_string(p.param.first) + "x" + std::to_string(p.param.second);
+                         });
 
 }  // namespace
 }  // namespace pm::test

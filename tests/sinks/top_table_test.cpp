@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "sinks/top_table.h"
 
@@ -77,6 +78,68 @@ TEST(TopTable, DroppedExitsAreTheIntervalsOnlyNote) {
   std::string s = top_tables_text(*r);
   EXPECT_NE(s.find("note: 3 processes ended in the interval without room"), std::string::npos) << s;
   EXPECT_EQ(s.find("top", 1), std::string::npos) << "one top section: " << s;
+}
+
+
+// No negative zero: a rounding error below zero reads 0.
+TEST(TopTable, NoNegativeZero) {
+  EXPECT_EQ(short_percent(-0.0), "0.0");
+  EXPECT_EQ(short_percent(-1e-12), "0.0");
+  EXPECT_EQ(short_percent(-0.04), "0.0");
+  EXPECT_EQ(short_bytes(-1e-9), "0");
+  EXPECT_EQ(short_count(-1e-9), "0");
+  TopRecord r = *record();
+  r.processes[0].f.user_s = -1e-17;  // on-CPU time less its system share, as doubles round
+  r.processes[0].f.system_s = 1e-17;
+  std::string text = top_tables_text(r);
+  EXPECT_EQ(text.find("-0"), std::string::npos) << text;
+}
+
+// USER, state, COMMAND; n/a for what /proc could not give; hostile names made printable.
+TEST(TopTable, UserStateAndCommandLine) {
+  TopRecord r = *record();
+  TopProcess& p = r.processes[0];
+  p.user = "ev\x1b[2Jil";
+  p.uid = 1000;
+  p.state = 'R';
+  p.command = "burner --x \x1b]0;title\x07 \xff";
+  p.f.blocked_known = false;
+  p.f.io_known = false;
+  r.processes[1].kernel = true;
+  r.processes[1].state = 'I';
+  r.processes[3].uid = 4242;  // no name in the user database
+  r.note = "not root: figures from /proc";
+  std::string text = top_tables_text(r);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  EXPECT_NE(text.find(" USER "), std::string::npos) << text;
+  EXPECT_NE(text.find("COMMAND\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("ev?[2Jil"), std::string::npos) << text;
+  EXPECT_NE(text.find("burner --x ?]0;title? ?"), std::string::npos) << text;
+  EXPECT_NE(text.find(" R "), std::string::npos) << text;
+  EXPECT_NE(text.find(" Ik "), std::string::npos) << text;
+  EXPECT_NE(text.find(" 4242 "), std::string::npos) << text;
+  EXPECT_NE(text.find("[waiter]"), std::string::npos) << text;  // a kernel thread without a command line
+  EXPECT_NE(text.find("note: not root: figures from /proc"), std::string::npos) << text;
+  // The burner's BLK% and I/O are n/a, not 0.
+  std::vector<const TopColumn*> cols;
+  for (const TopColumn& c : top_columns(TopList::kProcesses)) cols.push_back(&c);
+  std::string line = top_line(cols, {&r.processes[0], nullptr}, 1, -1);
+  std::string head = top_header(cols, -1);
+  size_t blk = head.find("BLK%") + 4;
+  EXPECT_EQ(line.substr(blk - 4, 4), " n/a") << head << "\n" << line;
+  // The view keeps one name column: the command line, or the name.
+  auto with_command = fit_top_columns(TopList::kProcesses, 80, TopSort::kCpu, true);
+  auto with_name = fit_top_columns(TopList::kProcesses, 80, TopSort::kCpu, false);
+  EXPECT_EQ(std::string(with_command.back()->title), "COMMAND");
+  EXPECT_EQ(std::string(with_name.back()->title), "COMM");
+  for (auto* list : {&with_command, &with_name}) {
+    std::set<std::string> titles;
+    for (const TopColumn* c : *list) titles.insert(c->title);
+    EXPECT_EQ(titles.count("USER"), 1u);
+    EXPECT_EQ(titles.count("S"), 1u);
+    EXPECT_EQ(titles.count("COMM") + titles.count("COMMAND"), 1u);
+  }
 }
 
 }  // namespace

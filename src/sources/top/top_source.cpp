@@ -23,6 +23,8 @@
 #include "core/text_layout.h"
 #include "scheduler.h"
 #include "sinks/top_table.h"
+#include "sources/top/cgroup_files.h"
+#include "sources/top/proc_top_source.h"
 
 namespace pm {
 namespace {
@@ -132,7 +134,7 @@ void top_rows(TextBlock& b, const char* section, const char* key, const MetricDe
     std::string s = fmt::format("{}: CPU {} (user {}, system {})", printable(name), percent(100 * (u->rate + sys_rate)),
                                 percent(100 * u->rate), sy != nullptr ? percent(100 * sy->rate) : "n/a");
     if (rq != nullptr && bl != nullptr) {
-      s += fmt::format("  run queue {}/s  blocked {}/s", human_time(rq->rate), human_time(bl->rate));
+      s += fmt::format("  run queue {} tasks  blocked {} tasks", tasks_on_average(rq->rate), tasks_on_average(bl->rate));
     }
     if (rd != nullptr && wr != nullptr) {
       s += fmt::format("  storage read {}  write {}", counted(b, *rd, true), counted(b, *wr, true));
@@ -270,8 +272,10 @@ struct TopSource::State {
   std::map<ProcessKey, Process> processes;
   // Per task: its last blocked time (a runnable task's is as of its last sleep), its last totals
   // (threads view).
+  // Its blocked time as the kernel last gave it exactly (at a reading where it slept), and as
+  // the intervals were given it (each at most the interval's room: see collect()).
   struct Task {
-    double blocked = 0;
+    double kernel_blocked = 0, blocked = 0;
     Totals last;
   };
   std::map<ProcessKey, Task> tasks;  // keyed by (tid, start)
@@ -301,6 +305,7 @@ struct TopSource::State {
   std::vector<pm_move> moves, moves_taken;  // cgroup moves taken, not yet counted
   std::vector<std::pair<uint64_t, std::string>> made;  // cgroups made since the last reading
   FileReader reader;
+  ProcDetails details;  // state, user, nice and command line of the rows, from /proc
   MonoClock::time_point last_read{};
   // CLOCK_MONOTONIC (the kernel's start_time clock) before each of the last two reads.
   uint64_t last_read_ns = 0, read_ns_before = 0;
@@ -332,27 +337,6 @@ Result<std::unique_ptr<TopSource>> TopSource::create(std::shared_ptr<SchedObject
   src->state_->record.reset();
   return src;
 }
-
-namespace {
-
-// "some avg10=1.23 avg60=..." -> 1.23
-std::optional<double> pressure_avg10(std::string_view text) {
-  size_t at = text.find("some avg10=");
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = text.substr(at + 11);
-  return parse_double(next_field(rest));
-}
-
-std::optional<double> cpu_stat_usage_s(std::string_view text) {
-  size_t at = text.find("usage_usec ");
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = text.substr(at + 11);
-  auto v = parse_u64(next_field(rest));
-  if (!v) return std::nullopt;
-  return static_cast<double>(*v) * 1e-6;
-}
-
-}  // namespace
 
 uint64_t monotonic_ns() {
   timespec ts{};
@@ -415,13 +399,33 @@ void TopSource::collect(Samples& out) {
     tt.add(t.fig);
     State::Task& task = tasks_now[tk];
     auto prev = s.tasks.find(tk);
-    if (t.flags & PM_TASK_RUNNABLE) tt.blocked = prev != s.tasks.end() ? prev->second.blocked : 0;
-    task.blocked = tt.blocked;
+    // A runnable task's blocked time is not read (the kernel has no figure as of its last
+    // wakeup here): its last exact one stands, and the sleep it woke from comes with the next
+    // reading where it sleeps, an interval late. What an interval is given is at most what its
+    // life in the interval leaves beside its time on a CPU and on the run queue (life = on-CPU +
+    // runnable + blocked): a thread's share never passes 100 %, and a sleep that belonged to the
+    // interval before is not counted again in this one.
+    bool runnable = (t.flags & PM_TASK_RUNNABLE) != 0;
+    double kernel_blocked = runnable ? (prev != s.tasks.end() ? prev->second.kernel_blocked : 0) : tt.blocked;
+    double blocked = kernel_blocked;
+    if (prev != s.tasks.end()) {
+      const State::Task& was = prev->second;
+      double life = read_ns > t.start_ns ? static_cast<double>(read_ns - t.start_ns) * 1e-9 : 0;
+      double room = std::min(seconds, life) - std::max(0.0, tt.on_cpu - was.last.on_cpu) -
+                    std::max(0.0, tt.runq - was.last.runq);
+      blocked = was.blocked + std::clamp(kernel_blocked - was.kernel_blocked, 0.0, std::max(room, 0.0));
+    }
+    tt.blocked = blocked;
+    task.kernel_blocked = kernel_blocked;
+    task.blocked = blocked;
     task.last = tt;
     if (opts_.threads && prev != s.tasks.end()) {
       TopProcess row{static_cast<int>(t.tgid), static_cast<int>(t.pid), std::string(t.comm, strnlen(t.comm, 16))};
       row.f = delta(tt, prev->second.last);
       row.kernel = (t.flags & PM_TASK_KTHREAD) != 0;
+      row.ppid = static_cast<int>(t.ppid);
+      if (runnable) row.state = 'R';
+      s.details.fill(row, t.start_ns, /*with_command=*/false);
       // A thread's memory is its process's (one mm): its RSS is the process's, set below.
       if (t.flags & PM_TASK_HAS_MM) row.f.rss_bytes = rss_of(t);
       row.cgroup = cgroup_of(t.cgroup_id).value_or("");
@@ -438,6 +442,7 @@ void TopSource::collect(Samples& out) {
     if (auto it = rss.find(thread_process[i]); it != rss.end() && threads[i].f.rss_bytes)
       threads[i].f.rss_bytes = it->second;
   }
+  s.details.next_reading();
 
   // Deaths: a live process's dead threads add to its `dead`; a process with no live task left has
   // ended, and this is its last interval (a thread of it that dies later adds a row of its own).
@@ -552,7 +557,11 @@ void TopSource::collect(Samples& out) {
     }
     Totals now_totals = totals;
     now_totals.add(p.dead);
-    if (TopProcess* row = add_row(pk, p, now_totals, false)) row->kernel = p.kernel;
+    if (TopProcess* row = add_row(pk, p, now_totals, false)) {
+      row->kernel = p.kernel;
+      if (const pm_task* l = leader[pk]) row->ppid = static_cast<int>(l->ppid);
+      s.details.fill(*row, pk.start);
+    }
   }
   for (const ProcessKey& pk : ended) {
     State::Process& p = s.processes[pk];
@@ -737,6 +746,16 @@ void TopSource::collect(Samples& out) {
   for (auto& [path, c] : cgroups) rec->cgroups.push_back(std::move(c));
   std::sort(rec->cgroups.begin(), rec->cgroups.end(), by_key);
   if (opts_.count > 0 && static_cast<int>(rec->cgroups.size()) > opts_.count) rec->cgroups.resize(static_cast<size_t>(opts_.count));
+  // A thread's user and command line are its process's.
+  std::map<int, const TopProcess*> process_of;
+  for (const TopProcess& r : rows) process_of[r.pid] = &r;
+  for (TopProcess& t : threads) {
+    if (auto it = process_of.find(t.pid); it != process_of.end()) {
+      t.uid = it->second->uid;
+      t.user = it->second->user;
+      t.command = it->second->command;
+    }
+  }
   std::sort(threads.begin(), threads.end(), by_key);
   if (opts_.count > 0 && static_cast<int>(threads.size()) > opts_.count) threads.resize(static_cast<size_t>(opts_.count));
   rec->threads = std::move(threads);

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sources/top/proc_top_source.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/aggregator.h"
+#include "core/cgroup.h"
+#include "core/clock.h"
+#include "sources/files/proc_parsers.h"
+#include "sources/top/cgroup_files.h"
+#include "sources/top/cgroup_names.h"
+#include "sources/top/proc_top_parsers.h"
+
+namespace pm {
+
+void ProcDetails::fill(TopProcess& row, uint64_t start, bool with_command) {
+  std::string dir = proc_ + "/" + std::to_string(row.pid);
+  std::string task = row.tid != 0 ? dir + "/task/" + std::to_string(row.tid) : dir;
+  if (auto text =
+          row.state == 0 ? reader_.read(task + "/stat") : Result<std::string_view>(make_error(Errc::kNotFound, ""))) {
+    if (auto st = parse_task_stat(*text)) {
+      row.state = st->state;
+      row.nice = st->nice;
+      if (row.ppid == 0) row.ppid = st->ppid;
+    }
+  }
+  // The owner of /proc/PID is the process's effective uid (as htop reads it): one stat(2), no file.
+  struct stat sb {};
+  if (!row.uid && ::stat(dir.c_str(), &sb) == 0) row.uid = sb.st_uid;
+  if (row.uid) row.user = user_name(*row.uid);
+  if (with_command) row.command = command(row.pid, start, row.comm, row.kernel);
+}
+
+const std::string& ProcDetails::user_name(uint32_t uid) {
+  auto it = users_.find(uid);
+  if (it != users_.end()) return it->second;
+  std::string name = std::to_string(uid);
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr && found->pw_name != nullptr &&
+      found->pw_name[0] != '\0') {
+    name = found->pw_name;
+  }
+  if (users_.size() > 4096) users_.clear();  // bounded, whatever uids come and go
+  return users_.emplace(uid, std::move(name)).first->second;
+}
+
+const std::string& ProcDetails::command(int pid, uint64_t start, const std::string& comm, bool kernel) {
+  Command& c = commands_[{pid, start}];
+  c.used = true;
+  if (!c.text.empty() && c.comm == comm) return c.text;
+  c.comm = comm;
+  c.text.clear();
+  if (!kernel) {
+    if (auto text = reader_.read(proc_ + "/" + std::to_string(pid) + "/cmdline")) c.text = command_line(*text);
+  }
+  // No arguments (a kernel thread, a zombie, one that cleared them): its name, as top shows it.
+  if (c.text.empty()) c.text = "[" + comm + "]";
+  return c.text;
+}
+
+void ProcDetails::next_reading() {
+  for (auto it = commands_.begin(); it != commands_.end();) {
+    if (!it->second.used) {
+      it = commands_.erase(it);
+    } else {
+      it->second.used = false;
+      ++it;
+    }
+  }
+}
+
+std::string proc_top_note(const std::string& why) {
+  return why +
+         ": figures from /proc; n/a: blocked time, cgroup run-queue p99, others' I/O; processes that live "
+         "shorter than an interval may be missed";
+}
+
+namespace {
+
+// One task's running totals as /proc has them.
+struct TaskTotals {
+  uint64_t on_cpu_ns = 0, runq_ns = 0, switches = 0;
+  uint64_t utime = 0, stime = 0, faults = 0;
+};
+
+// A process's: CPU time and faults from its stat (its dead threads in), run-queue wait and
+// switches as the sums of its live threads' increases.
+struct ProcessTotals {
+  uint64_t utime = 0, stime = 0, faults = 0;
+  double runq_s = 0, switches = 0;  // running sums of the threads' increases
+  std::optional<uint64_t> read, write;
+};
+
+double up(uint64_t now, uint64_t then) { return now > then ? static_cast<double>(now - then) : 0.0; }
+
+uint64_t boottime_ticks(double tick_s) {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<uint64_t>((static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9) / tick_s);
+}
+
+bool numeric(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
+
+}  // namespace
+
+struct ProcTopSource::State {
+  using Key = std::pair<int, uint64_t>;  // (pid or tid, start time in ticks)
+  struct Process {
+    ProcessTotals last;
+    std::string cgroup;        // as read, uncut
+    uint64_t cgroup_read = 0;  // the reading it was read at
+  };
+  struct Task {
+    TaskTotals last;
+  };
+  std::map<Key, Process> processes;
+  std::map<Key, Task> tasks;
+  struct CpuStat {
+    double usage = 0;
+    uint64_t reading = 0;
+  };
+  std::map<std::string, CpuStat> cpu_stat_last;
+  ProcDetails details;
+  FileReader reader;
+  double tick_s = 1.0 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  double page_size = static_cast<double>(::sysconf(_SC_PAGESIZE));
+  MonoClock::time_point last_read{};
+  uint64_t last_ticks = 0;  // boot time in ticks at the last reading
+  uint64_t readings = 0;
+  std::string mount = unified_mount();
+  std::shared_ptr<TopRecord> record;
+  explicit State(const std::string& proc) : details(proc) {}
+};
+
+ProcTopSource::ProcTopSource(ProcTopOptions options)
+    : opts_(std::move(options)), state_(std::make_unique<State>(opts_.proc)) {}
+ProcTopSource::~ProcTopSource() = default;
+
+Result<std::unique_ptr<ProcTopSource>> ProcTopSource::create(ProcTopOptions options) {
+  auto src = std::make_unique<ProcTopSource>(std::move(options));
+  if (auto l = list_dir(src->opts_.proc); !l) return l.error();
+  Samples ignored;
+  src->collect(ignored);  // the baseline: what processes did before monitoring began is not this interval's
+  src->state_->record.reset();
+  return src;
+}
+
+void ProcTopSource::collect(Samples& /*out*/) {
+  State& s = *state_;
+  auto names = list_dir(opts_.proc);
+  if (!names) return;
+  auto now = MonoClock::now();
+  double seconds = s.readings == 0 ? 0 : std::chrono::duration<double>(now - s.last_read).count();
+  uint64_t ticks_now = boottime_ticks(s.tick_s);
+  // A task started after the last reading counts from zero; one not seen before that started
+  // earlier (the baseline's, or missed) has no baseline: no row this time, its figures from now.
+  uint64_t since = s.last_ticks;
+  bool baseline = s.readings == 0;
+  s.details.next_reading();
+
+  auto rec = std::make_shared<TopRecord>();
+  rec->seconds = seconds;
+  rec->sort = opts_.sort;
+  rec->note = proc_top_note(opts_.why);
+  std::map<State::Key, State::Process> processes;
+  std::map<State::Key, State::Task> tasks;
+  std::vector<TopProcess> rows, threads;
+  const std::string& proc = opts_.proc;
+
+  // A task's totals and, when it had a baseline, its interval's figures (CPU from schedstat, split
+  // in its ticks' ratio).
+  auto task_delta = [&](const State::Key& key, const TaskTotals& t, bool counts_from_zero, TopFigures* f) -> bool {
+    tasks[key].last = t;
+    auto prev = s.tasks.find(key);
+    if (prev == s.tasks.end() && !counts_from_zero) return false;
+    TaskTotals then = prev != s.tasks.end() ? prev->second.last : TaskTotals{};
+    double cpu = up(t.on_cpu_ns, then.on_cpu_ns) * 1e-9;
+    double u = up(t.utime, then.utime), sy = up(t.stime, then.stime);
+    f->system_s = u + sy > 0 ? cpu * sy / (u + sy) : 0;
+    f->user_s = cpu - f->system_s;
+    f->runq_s = up(t.runq_ns, then.runq_ns) * 1e-9;
+    f->faults = up(t.faults, then.faults);
+    f->switches = up(t.switches, then.switches);
+    f->blocked_known = false;
+    f->io_known = false;
+    return true;
+  };
+  auto read_task = [&](const std::string& dir, const TaskStat& st, TaskTotals& t) {
+    t.utime = st.utime;
+    t.stime = st.stime;
+    t.faults = st.minflt + st.majflt;
+    if (auto text = s.reader.read(dir + "/schedstat")) {
+      if (auto ss = parse_task_schedstat(*text)) {
+        t.on_cpu_ns = ss->on_cpu_ns;
+        t.runq_ns = ss->runq_ns;
+      }
+    }
+    std::optional<uint32_t> uid;
+    if (auto text = s.reader.read(dir + "/status")) {
+      if (auto ts = parse_task_status(*text)) {
+        t.switches = ts->voluntary + ts->nonvoluntary;
+        uid = ts->uid;
+      }
+    }
+    return uid;
+  };
+
+  for (const std::string& name : *names) {
+    if (!numeric(name)) continue;
+    std::string dir = proc + "/" + name;
+    auto text = s.reader.read(dir + "/stat");
+    if (!text) continue;  // gone since the listing
+    auto st = parse_task_stat(*text);
+    if (!st) continue;
+    int pid = std::stoi(name);
+    State::Key key{pid, st->starttime};
+    bool fresh = !baseline && st->starttime >= since;
+    auto prev = s.processes.find(key);
+    State::Process& p = processes[key];
+    if (prev != s.processes.end()) p = prev->second;
+    ProcessTotals then = p.last;
+    bool had = prev != s.processes.end();
+    ProcessTotals& now_t = p.last;
+    now_t.utime = st->utime;
+    now_t.stime = st->stime;
+    now_t.faults = st->minflt + st->majflt;
+
+    TopProcess row;
+    row.pid = pid;
+    row.comm = st->comm;
+    row.ppid = st->ppid;
+    row.state = st->state;
+    row.nice = st->nice;
+    row.kernel = st->kernel_thread() || pid == 2 || st->ppid == 2;
+    TopFigures runq_sw;  // the process's threads' increases summed
+    // Its threads: one (the process itself), or each under task/.
+    bool one = st->num_threads <= 1;
+    std::optional<uint32_t> uid;
+    if (one) {
+      TaskTotals t;
+      uid = read_task(dir, *st, t);
+      TopFigures f;
+      if (task_delta(key, t, fresh, &f)) {
+        runq_sw.runq_s = f.runq_s;
+        runq_sw.switches = f.switches;
+        if (opts_.threads && !baseline) {
+          TopProcess th = row;
+          th.tid = pid;
+          th.f = f;
+          threads.push_back(std::move(th));
+        }
+      }
+    } else {
+      if (auto ts = s.reader.read(dir + "/status")) {
+        if (auto parsed = parse_task_status(*ts)) uid = parsed->uid;
+      }
+      if (auto tids = list_dir(dir + "/task")) {
+        for (const std::string& tid_name : *tids) {
+          if (!numeric(tid_name)) continue;
+          std::string tdir = dir + "/task/" + tid_name;
+          auto ttext = s.reader.read(tdir + "/stat");
+          if (!ttext) continue;
+          auto tst = parse_task_stat(*ttext);
+          if (!tst) continue;
+          int tid = std::stoi(tid_name);
+          TaskTotals t;
+          read_task(tdir, *tst, t);
+          TopFigures f;
+          if (!task_delta({tid, tst->starttime}, t, !baseline && tst->starttime >= since, &f)) continue;
+          runq_sw.runq_s += f.runq_s;
+          runq_sw.switches += f.switches;
+          if (opts_.threads && !baseline) {
+            TopProcess th = row;
+            th.tid = tid;
+            th.comm = tst->comm;
+            th.state = tst->state;
+            th.nice = tst->nice;
+            th.f = f;
+            threads.push_back(std::move(th));
+          }
+        }
+      }
+    }
+    now_t.runq_s = then.runq_s + runq_sw.runq_s;
+    now_t.switches = then.switches + runq_sw.switches;
+    // Storage I/O: readable for one's own processes (others' need CAP_SYS_PTRACE).
+    now_t.read.reset();
+    now_t.write.reset();
+    if (auto io_text = s.reader.read(dir + "/io")) {
+      if (auto io = procfs::parse_pid_io(*io_text)) {
+        now_t.read = io->read_bytes;
+        now_t.write = io->write_bytes;
+      }
+    }
+    std::optional<double> rss;
+    if (!row.kernel) {
+      if (auto statm = s.reader.read(dir + "/statm")) {
+        if (auto pages = parse_statm_resident(*statm)) rss = static_cast<double>(*pages) * s.page_size;
+      }
+    }
+    // Its cgroup: at first sight, then every few readings (a move is rare; a file less each time).
+    if (p.cgroup_read == 0 || s.readings - p.cgroup_read >= 4) {
+      if (auto cg = s.reader.read(dir + "/cgroup")) {
+        if (auto path = unified_cgroup_of(*cg)) p.cgroup = *path;
+      }
+      p.cgroup_read = s.readings + 1;
+    }
+    if (baseline || (!had && !fresh)) continue;
+    TopFigures& f = row.f;
+    double u = up(now_t.utime, then.utime), sy = up(now_t.stime, then.stime);
+    f.user_s = u * s.tick_s;
+    f.system_s = sy * s.tick_s;
+    f.faults = up(now_t.faults, then.faults);
+    f.runq_s = runq_sw.runq_s;
+    f.switches = runq_sw.switches;
+    f.blocked_known = false;
+    f.io_known = now_t.read.has_value() && (then.read.has_value() || !had);
+    if (f.io_known) {
+      f.read_bytes = up(*now_t.read, then.read.value_or(0));
+      f.write_bytes = up(*now_t.write, then.write.value_or(0));
+    }
+    f.rss_bytes = rss;
+    row.uid = uid;
+    if (!p.cgroup.empty()) row.cgroup = cut_cgroup_path(p.cgroup, opts_.cgroup_depth);
+    s.details.fill(row, st->starttime);
+    rows.push_back(std::move(row));
+  }
+  // The threads' users, commands and cgroups are their process's.
+  if (!threads.empty()) {
+    std::map<int, const TopProcess*> of;
+    for (const TopProcess& r : rows) of[r.pid] = &r;
+    for (TopProcess& t : threads) {
+      auto it = of.find(t.pid);
+      if (it == of.end()) continue;
+      t.uid = it->second->uid;
+      t.user = it->second->user;
+      t.command = it->second->command;
+      t.cgroup = it->second->cgroup;
+      t.f.rss_bytes = it->second->f.rss_bytes;
+    }
+  }
+  s.processes = std::move(processes);
+  s.tasks = std::move(tasks);
+  s.last_read = now;
+  s.last_ticks = ticks_now;
+  ++s.readings;
+  if (baseline) return;
+
+  // Cgroups: their processes' figures summed, and their own files.
+  std::map<std::string, TopCgroup> cgroups;
+  for (const TopProcess& r : rows) {
+    if (r.cgroup.empty()) continue;
+    TopCgroup& c = cgroups[r.cgroup];
+    c.path = r.cgroup;
+    c.with_descendants = cgroup_depth_of(r.cgroup) >= opts_.cgroup_depth;
+    ++c.processes;
+    c.f.add(r.f);
+  }
+  for (auto& [path, c] : cgroups) {
+    std::string cdir = s.mount + (path == "/" ? "" : path);
+    if (auto text = s.reader.read(cdir + "/cpu.stat")) {
+      if (auto usage = cpu_stat_usage_s(*text)) {
+        State::CpuStat& last = s.cpu_stat_last[path];
+        if (last.reading + 1 == s.readings) c.cpu_stat_s = std::max(0.0, *usage - last.usage);
+        last = {*usage, s.readings};
+      }
+    }
+    if (auto t = s.reader.read(cdir + "/cpu.pressure")) c.cpu_pressure_pct = pressure_avg10(*t);
+    if (auto t = s.reader.read(cdir + "/io.pressure")) c.io_pressure_pct = pressure_avg10(*t);
+    if (auto t = s.reader.read(cdir + "/memory.pressure")) c.memory_pressure_pct = pressure_avg10(*t);
+  }
+  for (auto it = s.cpu_stat_last.begin(); it != s.cpu_stat_last.end();) {
+    it = it->second.reading != s.readings ? s.cpu_stat_last.erase(it) : std::next(it);
+  }
+
+  auto by_key = [&](const auto& a, const auto& b) { return a.f.key(opts_.sort) > b.f.key(opts_.sort); };
+  auto cut = [&](auto& list) {
+    std::sort(list.begin(), list.end(), by_key);
+    if (opts_.count > 0 && static_cast<int>(list.size()) > opts_.count) list.resize(static_cast<size_t>(opts_.count));
+  };
+  rec->processes_seen = rows.size();
+  cut(rows);
+  rec->processes = std::move(rows);
+  for (auto& [path, c] : cgroups) rec->cgroups.push_back(std::move(c));
+  cut(rec->cgroups);
+  cut(threads);
+  rec->threads = std::move(threads);
+  s.record = std::move(rec);
+}
+
+void ProcTopSource::annotate(IntervalRecord& rec) {
+  if (state_->record) rec.top = std::move(state_->record);
+}
+
+}  // namespace pm
