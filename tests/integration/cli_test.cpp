@@ -117,10 +117,10 @@ std::vector<std::string> text_problems(const std::string& text) {
       continue;
     }
     if (std::regex_search(line, generic)) problems.push_back("laid out by no source: " + line);
-    // A process that ended in the interval (state x in the top table) has no RSS to read, nor
-    // has a cgroup removed in it (x) files; a cgroup in its first interval (another test's) has
-    // no cpu.stat reading to count from.
-    static const std::regex exited_row(R"(^ +[0-9]+( +[0-9]+)? x )");
+    // A process that ended in the interval (state X in the top table: PID [TID] USER X) has no
+    // user, nice or RSS left to read, nor has a cgroup removed in it (x) files; a cgroup in its
+    // first interval (another test's) has no cpu.stat reading to count from.
+    static const std::regex exited_row(R"(^ +[0-9]+( +[0-9]+)? +[^ ]+ +X )");
     static const std::regex removed_cgroup(R"( x /[^ ]*$)");  // a cgroup row: state, path
     std::string cgroup = in_cgroups && line.rfind(' ') != std::string::npos ? line.substr(line.rfind(' ') + 1) : "";
     if (in_cgroups) cgroups_now.insert(cgroup);
@@ -152,6 +152,21 @@ TEST(Cli, TextShowsEveryMetricEachSourceReadsOnce) {
   if (::geteuid() == 0) {  // other users' /proc/PID/io and smaps_rollup are not readable: n/a, rightly
     EXPECT_EQ(text_problems(run.report), std::vector<std::string>{}) << run.report;
   }
+}
+
+// One quantity once, in one unit style: where the tree has the kernel's exact figure, perf's
+// count of the same thing is not printed beside it; time per second is never "s/s"; no "-0.0".
+TEST(Cli, RunShowsEachQuantityOnceInOneUnitStyle) {
+  Outcome run = run_pm({"run", "--interval", "200ms", "--", workload(), "cputime", "500"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string& t = run.report;
+  ASSERT_NE(t.find("\ntree     "), std::string::npos) << t;
+  for (const char* twice : {"context switches", "page faults", "minor faults", "CPUs busy", " s/s", "ms/s", "us/s",
+                            "-0.0", "at most n/a", "1 processes"}) {
+    EXPECT_EQ(t.find(twice), std::string::npos) << "'" << twice << "' in:\n" << t;
+  }
+  EXPECT_NE(t.find(" tasks  blocked "), std::string::npos) << t;  // run queue X tasks  blocked Y tasks
+  EXPECT_NE(t.find("bios     submitted by its tasks: "), std::string::npos) << t;
 }
 
 TEST(Cli, UnknownFlagIsAUsageError) {

@@ -10,8 +10,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
+
+#include <unistd.h>
 
 #include "core/aggregator.h"
 #include "core/output.h"
@@ -107,6 +111,23 @@ TEST(TextLayout, FileSourcesLayOutEveryMetricTheyRead) {
     rest = m.suffix();
   }
   EXPECT_EQ(sched, 2) << text;
+}
+
+// A stall share is of the interval: at most 100 %, though the kernel's totals (aggregated lazily
+// per CPU) can move a little more than the wall clock over a short interval, as they do here.
+TEST(TextLayout, StallSharesAreAtMostTheInterval) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("pm-psi-" + std::to_string(::getpid()));
+  fs::create_directories(root / "proc/pressure");
+  // Read twice, the second at twice the first: 1.1 s and 0.3 s of stall in the 1 s between.
+  std::ofstream(root / "proc/pressure/cpu") << "some avg10=0.00 avg60=0.00 avg300=0.00 total=2200000\n"
+                                               "full avg10=0.00 avg60=0.00 avg300=0.00 total=600000\n";
+  auto pressure = make_pressure_source(FsRoots{(root / "proc").string(), (root / "sys").string()});
+  std::vector<RatioRule> ratios;
+  std::string text = text_of(read_all({&pressure}, ratios), "system", ratios);
+  fs::remove_all(root);
+  EXPECT_NE(text.find("\npsi      cpu some 100.0% full 30.0%"), std::string::npos) << text;
+  EXPECT_EQ(text.find("110.0%"), std::string::npos) << text;
 }
 
 TEST(TextLayout, TreeShowsEveryFigureAndWhatWasNotReadAsNa) {

@@ -94,9 +94,21 @@ void pmc_text(TextBlock& b) {
       watts.push_back(v);
     }
   }
+  // Shown by another source of the block from the kernel's own accounting: the tree's switches,
+  // faults and CPU share (run, attach), the system's faults (paging, from vmstat). perf's count of
+  // the same thing is left out of the text (JSON and Prometheus keep it).
+  const bool tree_switches = b.has(MetricDesc{.family = "process_tree", .name = "voluntary_switches"});
+  const bool tree_cpu = b.has(MetricDesc{.family = "process_tree", .name = "cpu_user_seconds"});
+  const bool faults_shown = b.has(MetricDesc{.family = "process_tree", .name = "minor_faults"}) ||
+                            b.has(MetricDesc{.family = "memory", .name = "page_faults"});
+  auto shown_elsewhere = [&](std::string_view name) {
+    if (name == "context_switches" || name == "cs") return tree_switches;
+    return faults_shown && (name == "page_faults" || name == "faults" || name == "minor_faults" || name == "major_faults");
+  };
   for (const Shown* v : mine) {
     const MetricDesc& d = *v->desc;
     if (d.kind != K::kCounter || &d == &kEnabled || &d == &kRunning) continue;
+    if (shown_elsewhere(d.name)) continue;
     std::string_view cpu = label_of(*v, "cpu");
     if (!cpu.empty() && cpu != kAllLabel) continue;  // per CPU: in JSON and Prometheus
     std::string words = words_of(d.name);
@@ -123,6 +135,7 @@ void pmc_text(TextBlock& b) {
   for (auto [desc, words, fmtstr] :
        {std::tuple{&kIpc, "IPC", "{:.2f}"}, std::tuple{&kCpusUtilised, "CPUs busy", "{:.2f}"},
         std::tuple{&kCacheMiss, "cache miss", "{:.2f}%"}, std::tuple{&kBranchMiss, "branch miss", "{:.3f}%"}}) {
+    if (desc == &kCpusUtilised && tree_cpu) continue;  // the tree's CPU share says it
     for (const Shown* r : mine) {
       if (r->desc == desc)
         ratios += fmt::format("{}{} ", ratios.empty() ? "" : "  ", words) + fmt::format(fmt::runtime(fmtstr), r->value);

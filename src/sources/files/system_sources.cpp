@@ -261,14 +261,16 @@ const MetricDesc kPsiAvg10 = shown_by(pressure_text, {"pressure", "avg10_percent
                                                       "The kernel's 10 s running average of the stall share"});
 
 // psi      cpu some 71.9% full 0.0%  io some 4.0% full 0.5%  memory some 0.0% full 0.0%
-// (the share of the interval, or of the run, that tasks were stalled)
+// (the share of the interval, or of the run, that tasks were stalled: at most 100 %, though the
+// kernel's totals, aggregated lazily per CPU, can move a little more than the wall clock over a
+// short interval)
 void pressure_text(TextBlock& b) {
   int at = text_order::kPressure;
   for (const char* res : {"cpu", "io", "memory"}) {
     std::string item;
     for (const char* kind : {"some", "full"}) {
       if (const Shown* v = b.take(kPsiStall, {{"resource", res}, {"kind", kind}})) {
-        item += fmt::format("{}{} {}", item.empty() ? std::string(res) + " " : " ", kind, percent(100 * v->rate));
+        item += fmt::format("{}{} {}", item.empty() ? std::string(res) + " " : " ", kind, percent(std::clamp(100 * v->rate, 0.0, 100.0)));
       }
     }
     if (!item.empty()) b.item(at++, "psi", item);
@@ -312,7 +314,7 @@ const MetricDesc kNodeFree =
 const MetricDesc kNodeUsed =
     shown_by(numa_text, {"numa", "used_bytes", K::kGauge, Unit::kBytes, "Used memory of the NUMA node"});
 
-// numa     node0: 4975/10202 MiB free
+// numa     node0: used 3.8 GiB of 10.5 GiB  free 6.7 GiB      (the units and order of the memory line)
 //          node1: ...
 void numa_text(TextBlock& b) {
   int at = text_order::kNuma;
@@ -321,9 +323,8 @@ void numa_text(TextBlock& b) {
     const Shown* total = b.take(kNodeTotal, {{"node", node}});
     const Shown* used = b.take(kNodeUsed, {{"node", node}});
     b.line(at++, "numa",
-           fmt::format("node{}: {:.0f}/{} MiB free, {} used", node, free->value / (1 << 20),
-                       total != nullptr ? fmt::format("{:.0f}", total->value / (1 << 20)) : "n/a",
-                       used != nullptr ? human_bytes(used->value) : "n/a"));
+           fmt::format("node{}: used {} of {}  free {}", node, used != nullptr ? human_bytes(used->value) : "n/a",
+                       total != nullptr ? human_bytes(total->value) : "n/a", human_bytes(free->value)));
   }
 }
 

@@ -95,7 +95,8 @@ void tree_block_text(TextBlock& b) {
   const Shown* wr = b.take(kTreeWrite);
   if (rd == nullptr || wr == nullptr || !b.summary()) return;  // intervals: the storage figures are enough
   b.line(text_order::kTree + 14, "tree",
-         fmt::format("{:<8} read {}  written {}", "bios", human_bytes(rd->value), human_bytes(wr->value)));
+         fmt::format("{:<8} submitted by its tasks: read {}  written {} (the kernel's writeback is not theirs)",
+                     "bios", human_bytes(rd->value), human_bytes(wr->value)));
 }
 
 // Whole disks by device number (major << 20 | minor, as the kernel side keys them).

@@ -20,13 +20,15 @@ const MetricDesc kRunTime = shown_by(self_text, {"self", "bpf_run_seconds", Metr
                                                  "Time spent in each perf-monitor BPF program, with "
                                                  "kernel.bpf_stats_enabled=1"});
 
-// self     bpf handle_switch 9721/s 1.2 ms/s  handle_wakeup 4340/s 0.3 ms/s  (kernel.bpf_stats_enabled=1)
+// self     bpf handle_switch 9721/s in 0.1% of a CPU  handle_wakeup 4340/s in 0.0% of a CPU
 void self_text(TextBlock& b) {
   int at = text_order::kSelf;
   for (const Shown* runs : b.take_all(kRuns)) {
     std::string prog(label_of(*runs, "program"));
     const Shown* t = b.take(kRunTime, {{"program", prog}});
-    std::string time = t == nullptr ? "n/a" : b.summary() ? human_time(t->value) : human_time(t->rate) + "/s";
+    std::string time = t == nullptr        ? "n/a"
+                       : b.summary() ? human_time(t->value)
+                                     : percent(100 * t->rate) + " of a CPU";
     b.item(at++, "self", fmt::format("bpf {} {} in {}", prog, counted(b, *runs), time));
   }
 }

@@ -129,7 +129,9 @@ void tree_text(TextBlock& b) {
                        percent(100 * user->rate), percent(100 * sys->rate));
     }
     if (runq != nullptr && blocked != nullptr) {
-      s += fmt::format("  run queue {}/s  blocked {}/s", human_time(runq->rate), human_time(blocked->rate));
+      // Time per second in a state: how many of the tree's tasks were in it, on average.
+      s += fmt::format("  run queue {} tasks  blocked {} tasks", tasks_on_average(runq->rate),
+                       tasks_on_average(blocked->rate));
     }
     for (size_t i = 0; i < 2; ++i) {  // RSS, PSS: the others are in the summary
       if (mem[i] != nullptr) s += fmt::format("  {} {}", memory[i].second, human_bytes(mem[i]->value));
@@ -145,9 +147,14 @@ void tree_text(TextBlock& b) {
   }
 
   auto max_of = [](const Shown* v) { return v != nullptr ? v->max : std::nan(""); };
-  b.item(kTree, "tree",
-         fmt::format("{} processes seen, at most {} at once, at most {} threads", human_count(max_of(seen)),
-                     human_count(max_of(procs)), human_count(max_of(threads))));
+  // "1 process seen, at most 1 at once, at most 3 threads"; a peak never read is left out.
+  auto things = [](double n, std::string_view one, std::string_view many) {
+    return fmt::format("{} {}", human_count(n), n == 1 ? one : many);
+  };
+  std::string line = things(max_of(seen), "process seen", "processes seen");
+  if (!std::isnan(max_of(procs))) line += fmt::format(", at most {} at once", human_count(max_of(procs)));
+  if (!std::isnan(max_of(threads))) line += ", at most " + things(max_of(threads), "thread", "threads");
+  b.item(kTree, "tree", line);
   if (user != nullptr && sys != nullptr) {
     double seconds = b.seconds();
     b.line(kTree + 1, "tree",
@@ -168,7 +175,8 @@ void tree_text(TextBlock& b) {
                        human_bytes(mem[i] != nullptr ? mem[i]->min : std::nan(""))));
   }
   b.line(kTree + 10, "tree",
-         fmt::format("{:<8} storage read {}  write {}   read() {}  write() {}", "io", human_bytes(value(read)),
+         fmt::format("{:<8} storage read {}  write {} (when dirtied)   read() {}  write() {}", "io",
+                     human_bytes(value(read)),
                      human_bytes(value(write)), human_bytes(value(rchar)), human_bytes(value(wchar))));
   b.line(kTree + 11, "tree",
          fmt::format("{:<8} minor {}  major {}", "faults", human_count(value(minflt)), human_count(value(majflt))));
