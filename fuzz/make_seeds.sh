@@ -35,8 +35,8 @@ for z in "$fx"/sys/class/powercap/intel-rapl:*; do
   i=$((i + 1))
 done
 
-# Configuration: the README's example and small files of each section.
-awk '/^```toml$/{on=1; next} /^```$/{on=0} on' "$src/README.md" > "$out/config/readme.toml"
+# Configuration: the example in docs/usage.md and small files of each section.
+awk '/^```toml$/{on=1; next} /^```$/{on=0} on' "$src/docs/usage.md" > "$out/config/readme.toml"
 printf '[pmc]\ninterval_secs = 1\nevents = ["instructions", "cycles", "cache_misses"]\n[output]\nformat = "json"\n' > "$out/config/legacy.toml"
 printf '[[probes]]\nbinary = "./shop"\nfunction = "shop::process_request"\nrequest_id_arg = 1\n' > "$out/config/probes.toml"
 printf '[prometheus]\nlisten = "[::1]:9464"\n[process_tree]\ninterval = "100ms"\n' > "$out/config/prometheus.toml"
