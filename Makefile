@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The two commands of the quick start:
 #   make run    installs only what the binary needs (scripts/install-deps.sh run), builds only
-#               perf-monitor (no tests, benchmarks or manual pages), and starts the live
-#               system-wide monitor
+#               perf-monitor (no tests, benchmarks, manual pages or debug information), and
+#               starts the live system-wide monitor
 #   make test   installs what is missing, builds, and runs the whole test suite, then again
 #               under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz   builds the libFuzzer targets (clang) and runs each for a million executions
@@ -21,10 +21,10 @@ WERROR ?= -DPM_WERROR=ON
 deps:
 	@scripts/install-deps.sh
 
-# The tests and benchmarks on explicitly: after `make run` (which turns them off in the same
-# build directory), the CMake cache would otherwise keep them off.
+# The tests, benchmarks and debug information on explicitly: after `make run` (which turns them
+# off in the same build directory), the CMake cache would otherwise keep them off.
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON -DPM_BENCH=ON $(WERROR)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON -DPM_BENCH=ON -DPM_DEBUG_INFO=ON $(WERROR)
 	cmake --build $(BUILD) -j $(JOBS)
 
 build-asan: deps
@@ -42,7 +42,7 @@ fuzz: build-fuzz
 # The quickest way to the live monitor on a bare Debian 12 (bench/first_run.sh measures it).
 run:
 	@scripts/install-deps.sh run
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF -DPM_BENCH=OFF $(WERROR)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF -DPM_BENCH=OFF -DPM_DEBUG_INFO=OFF $(WERROR)
 	cmake --build $(BUILD) -j $(JOBS) --target perf-monitor
 	./$(BUILD)/perf-monitor
 
