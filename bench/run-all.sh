@@ -31,3 +31,10 @@ echo "== the end of a run with 62 probes: summary and exit after the command's"
 echo
 echo "== --probe start-up: a 1,000-function Rust binary (both manglings) against a 1-function C one"
 "$(dirname "$0")/probe_startup.sh" "$build" 7
+
+echo
+echo "== start-up: run -- true and list beside perf stat and bpftrace"
+"$(dirname "$0")/startup.sh" "$build" 20
+
+# bench/first_run.sh (make run on a bare Debian 12 chroot, about 2 minutes, needs the Debian
+# mirror) and bench/name_soak.sh (30 minutes) are run on their own.
