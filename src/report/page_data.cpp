@@ -110,6 +110,7 @@ std::string report_json(const Recording& rec) {
   out += ",\"generator\":" + dump(Json("perf-monitor " PERF_MONITOR_VERSION));
   out += ",\"warnings\":" + dump(Json(rec.warnings));
   out += ",\"header\":" + dump(rec.header);
+  out += ",\"metrics\":" + dump(rec.metrics);
   out += ",\"summary\":" + dump(rec.summary);
   fmt::format_to(std::back_inserter(out), ",\"intervals\":{{\"n\":{},\"series\":", rec.intervals.rows());
   out += series_json(rec.intervals);

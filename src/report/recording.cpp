@@ -21,6 +21,14 @@
 namespace pm::report {
 namespace {
 
+// At most `n` bytes of s, not cut inside a UTF-8 sequence.
+std::string utf8_prefix(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+
 // A path's key in the index: length-prefixed parts, so that a part holding a separator cannot
 // alias another path. Built along the walk, a part at a time.
 void push_key(std::string& key, const std::string& part) {
@@ -358,12 +366,32 @@ class Reader {
     } else if (type == "summary") {
       if (summaries_++ == 0) rec_.summary = std::move(j);
     } else if (type == "header") {
-      if (headers_++ == 0) rec_.header = std::move(j);
+      if (headers_++ == 0) {
+        if (auto m = j.find("metrics"); m != j.end()) metrics(*m);
+        rec_.header = std::move(j);
+      }
+    } else if (type == "metrics") {
+      if (auto m = j.find("metrics"); m != j.end()) metrics(*m);
     } else {
       if (unknown_types_.size() < 100 || unknown_types_.count(type)) ++unknown_types_[type.empty() ? "(none)" : type];
       return;
     }
     ++known_;
+  }
+
+  // Descriptions as written, each field a bounded string; anything else in them is left out.
+  void metrics(const Json& m) {
+    if (!m.is_object()) return;
+    for (const auto& [key, what] : m.items()) {
+      if (!what.is_object() || key.size() > kMaxPathBytes) continue;
+      if (rec_.metrics.size() >= kMaxMetrics && !rec_.metrics.contains(key)) continue;
+      Json kept = Json::object();
+      for (const char* field : {"unit", "kind", "help"}) {
+        auto f = what.find(field);
+        if (f != what.end() && f->is_string()) kept[field] = utf8_prefix(f->get<std::string>(), kMaxMetricText);
+      }
+      rec_.metrics[key] = std::move(kept);
+    }
   }
 
   void span(Json&& j) {
@@ -427,7 +455,7 @@ Result<Recording> Reader::finish() {
     auto v = rec.header.find("schema_version");
     if (v == rec.header.end() || !v->is_number_integer()) {
       rec.warnings.push_back("the header has no schema_version: read as well as it goes");
-    } else if (v->get<int64_t>() != kJsonSchemaVersion) {
+    } else if (v->get<int64_t>() > kJsonSchemaVersion || v->get<int64_t>() < kJsonOldestReadVersion) {
       rec.warnings.push_back(fmt::format(
           "written with JSON schema version {} ({}), this perf-monitor knows version {}: every record was read "
           "generically, but charts that look for a metric by name may be missing",
@@ -483,6 +511,13 @@ Result<Recording> Reader::finish() {
 }
 
 }  // namespace
+
+const Json* metric_of(const Recording& rec, const std::vector<std::string>& path) {
+  if (path.empty() || rec.metrics.empty()) return nullptr;
+  auto it = path.size() >= 2 ? rec.metrics.find(path[0] + "." + path[1]) : rec.metrics.end();
+  if (it == rec.metrics.end()) it = rec.metrics.find(path[0]);
+  return it == rec.metrics.end() ? nullptr : &*it;
+}
 
 Result<Recording> parse_recording(std::string_view text, const std::string& name) {
   Reader r(name);

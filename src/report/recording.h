@@ -105,7 +105,17 @@ struct Recording {  // NOLINT(bugprone-exception-escape): moving nlohmann's orde
   std::map<std::string, SpanTotals> span_totals;
   std::vector<std::string> warnings;
   size_t lines = 0;
+  // What each metric is (schema 3: the header's "metrics" and the "metrics" records after it):
+  // "<family>.<name>" or a flat summary key -> {"unit", "kind", "help"}, strings only, at most
+  // kMaxMetrics of them. Empty for older files: their units come from the names.
+  Json metrics = Json::object();
 };
+
+inline constexpr size_t kMaxMetrics = 20000;
+inline constexpr size_t kMaxMetricText = 300;  // bytes of a unit, kind or help kept
+
+// The description of the figure at `path` (its first two names, or a flat summary key), or null.
+const Json* metric_of(const Recording& rec, const std::vector<std::string>& path);
 
 inline constexpr size_t kMaxSpans = 10000;
 inline constexpr size_t kSlowestSpans = 2000;

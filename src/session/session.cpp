@@ -90,7 +90,16 @@ class Session {
       sinks.push_back(make_top_view_sink(cfg_));
     } else {
       SinkOptions o;
-      o.intervals = !cfg_.report_on_stderr || cfg_.intervals_asked;  // run and attach: with -I
+      // run and attach: with -I, or into a JSON Lines file (a recording, for `report`).
+      const bool recording = cfg_.format == OutputFormat::kJson && !cfg_.output_path.empty() && cfg_.output_path != "-";
+      o.intervals = !cfg_.report_on_stderr || cfg_.intervals_asked || recording;
+      // A command's first second recorded in tenths, so that a short run has a timeline; and
+      // the last, partial interval kept (JSON: every second of the command is in a record).
+      early_ticks_left_ = spec_.mode == Mode::kRun && recording && !cfg_.intervals_asked &&
+                                  cfg_.interval > 2 * kEarlyInterval
+                              ? kEarlyTicks
+                              : 0;
+      keep_last_partial_ = cfg_.format == OutputFormat::kJson && o.intervals;
       o.quiet = cfg_.quiet;
       sinks.push_back(cfg_.format == OutputFormat::kJson ? make_json_sink(*out_, o) : make_text_sink(*out_, o));
     }
@@ -127,7 +136,10 @@ class Session {
       }
       if (!*src) continue;  // not needed here
       Source* s = src->get();
-      for (const RatioRule& r : s->ratios()) agg_.add_ratio(r);
+      for (const RatioRule& r : s->ratios()) {
+        agg_.add_ratio(r);
+        known_metrics_.push_back(r.out);
+      }
       if (s->wake_fd() >= 0) {
         // Event-driven work is bounded per wake-up by the source; the loop serves the rest.
         if (auto st = loop_->add_fd(s->wake_fd(), [s] { s->on_wake(); }); !st) {
@@ -153,12 +165,34 @@ class Session {
       for (Source* s : group(r)) s->collect(fast);
     }
     for (Source* s : group(Rhythm::kFilePoll)) s->collect(slow);
+    for (const Samples* samples : {&fast, &slow}) {
+      for (const Sample& x : *samples) known_metrics_.push_back(x.desc);
+    }
     auto now = MonoClock::now();
+    last_close_ = now;
     agg_.observe_baseline(fast, now);
     agg_.observe(slow, now);
   }
 
-  int start_timers() {
+  // The interval's ticks; in a recorded run, first kEarlyTicks ticks of kEarlyInterval, each a
+  // reading of everything, then the interval's (from the end of the first second on).
+  bool start_ticks() {
+    if (early_ticks_left_ == 0) return start_interval_ticks();
+    auto t = loop_->add_timer(kEarlyInterval, [this] {
+      read(Rhythm::kTree);
+      read(Rhythm::kCounters);
+      read(Rhythm::kFilePoll);
+      close_interval();
+      if (--early_ticks_left_ > 0) return;
+      loop_->remove(early_timer_);
+      if (!start_interval_ticks()) loop_->stop();
+    });
+    if (!t) say(t.error().message);
+    if (t) early_timer_ = *t;
+    return t.ok();
+  }
+
+  bool start_interval_ticks() {
     auto add = [&](Duration d, EventLoop::Callback cb) -> bool {
       auto t = loop_->add_timer(d, std::move(cb));
       if (!t) say(t.error().message);
@@ -173,6 +207,16 @@ class Session {
     } else if (!group(Rhythm::kFilePoll).empty()) {
       ok = ok && add(cfg_.file_poll, [this] { read(Rhythm::kFilePoll); });
     }
+    return ok;
+  }
+
+  int start_timers() {
+    auto add = [&](Duration d, EventLoop::Callback cb) -> bool {
+      auto t = loop_->add_timer(d, std::move(cb));
+      if (!t) say(t.error().message);
+      return t.ok();
+    };
+    bool ok = start_ticks();
     Duration tree = cfg_.tree_interval.value_or(spec_.mode == Mode::kRun ? Duration(std::chrono::milliseconds(100))
                                                                           : cfg_.interval);
     Duration counters = cfg_.pmc_interval.value_or(cfg_.interval);
@@ -209,8 +253,13 @@ class Session {
       ticks_since_poll_ = 0;
       read(Rhythm::kFilePoll);
     }
+    close_interval();
+  }
+
+  void close_interval() {
     if (prom_ != nullptr) prom_->session(status());
     IntervalRecord rec = agg_.close_interval(MonoClock::now());
+    last_close_ = MonoClock::now();
     for (auto& src : sources_) src->annotate(rec);
     sink_->interval(rec);
     check_output();
@@ -264,6 +313,7 @@ class Session {
     h.interval_s = std::chrono::duration<double>(cfg_.interval).count();
     h.start = WallClock::now();
     h.unavailable = unavailable_;
+    h.metrics = known_metrics_;
     return h;
   }
 
@@ -294,6 +344,8 @@ class Session {
     for (auto& s : sources_) s->collect(samples_);
     auto now = MonoClock::now();
     agg_.observe(samples_, now);
+    // The time since the last tick, as an interval of its own (a JSON recording's last record).
+    if (keep_last_partial_ && !output_lost_ && now - last_close_ >= std::chrono::milliseconds(1)) close_interval();
     EndReport report;
     for (auto& s : sources_) s->report(report);
     for (Unavailable& u : report.unavailable) unavailable_.push_back(std::move(u));
@@ -325,11 +377,18 @@ class Session {
   std::array<std::vector<Source*>, 4> by_rhythm_;
   Aggregator agg_;
   std::vector<Unavailable> unavailable_;
+  std::vector<const MetricDesc*> known_metrics_;  // ratios and the first reading's (RunHeader::metrics)
   std::vector<std::string> running_;  // sources that started (perf_monitor_source_up)
   uint64_t samples_seen_ = 0;         // samples read (perf_monitor_self_samples_total)
   Samples samples_;
   bool tree_in_step_ = false, counters_in_step_ = false;
   int64_t poll_every_ticks_ = 0, ticks_since_poll_ = 0;  // file polls in step with the interval
+  static constexpr Duration kEarlyInterval = std::chrono::milliseconds(100);
+  static constexpr int kEarlyTicks = 10;
+  int early_ticks_left_ = 0;  // the first second's ticks still to come (a recorded run)
+  int early_timer_ = -1;
+  bool keep_last_partial_ = false;
+  MonoClock::time_point last_close_ = MonoClock::now();  // the last interval's end (at start: the baseline)
   bool output_lost_ = false;
 };
 

@@ -8,6 +8,10 @@ namespace pm {
 
 // 2: one shape for every metric (family.name.labels; only the proc_*/global_* names flat), one
 // name per quantity, breakdowns with an "all" whole (docs/json-schema.md, "Schema versions").
-inline constexpr int kJsonSchemaVersion = 2;
+// 3: the header says what each metric is (unit, kind, description), "metrics" records what
+// appears later.
+inline constexpr int kJsonSchemaVersion = 3;
+// The oldest version `perf-monitor report` reads without a warning.
+inline constexpr int kJsonOldestReadVersion = 2;
 
 }  // namespace pm

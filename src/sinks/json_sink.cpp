@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -163,6 +164,9 @@ class JsonSink final : public Sink {
     Json unavailable = Json::object();
     for (const Unavailable& u : h.unavailable) unavailable[u.source] = u.reason;
     j["unavailable"] = std::move(unavailable);
+    Json metrics = Json::object();
+    for (const MetricDesc* d : h.metrics) describe(metrics, *d);
+    j["metrics"] = std::move(metrics);
     emit(j);
   }
 
@@ -173,6 +177,7 @@ class JsonSink final : public Sink {
       flush();  // the spans so far reach the reader each interval all the same
       return;
     }
+    describe_new(rec.values);
     Json j{{"type", "interval"}, {"timestamp", iso8601(rec.timestamp)}, {"interval_s", number(rec.seconds)}};
     for (const IntervalValue& v : rec.values) {
       Json value = v.desc->kind == MetricKind::kHistogram ? histogram(v) : number(v.value);
@@ -241,6 +246,7 @@ class JsonSink final : public Sink {
   }
 
   void summary(const SummaryRecord& rec, const RunInfo& info, const std::vector<Unavailable>& list) override {
+    describe_new(rec.values);
     Json j{{"type", "summary"}, {"mode", info.mode}};
     if (!info.command.empty()) j["command"] = info.command;
     if (info.pid != 0) j["pid"] = info.pid;
@@ -283,6 +289,51 @@ class JsonSink final : public Sink {
   }
 
  private:
+  // What a metric is, once per file, keyed by where its figures are: "<family>.<name>" (the
+  // labels nest below it) and, for the flat summary names, the summary's keys ("proc_rss_bytes_max").
+  void describe(Json& into, const MetricDesc& d) {
+    if (!described_.insert(&d).second || d.denominator) return;
+    Json what{{"unit", unit_name(d.unit)}, {"kind", kind_name(d.kind)}, {"help", d.help}};
+    into[fmt_path(d)] = what;
+    if (d.summary_key.empty()) return;
+    std::string key(d.summary_key);
+    if (d.kind == MetricKind::kGauge) {
+      into[key + "_min"] = what;
+      into[key + "_max"] = what;
+    } else {
+      into[key] = what;
+    }
+  }
+  // Before a record that holds metrics not described yet: a "metrics" record for them.
+  template <typename Values>
+  void describe_new(const Values& values) {
+    Json metrics = Json::object();
+    for (const auto& v : values) {
+      if (!described_.contains(v.desc)) describe(metrics, *v.desc);
+    }
+    if (!metrics.empty()) append(Json{{"type", "metrics"}, {"metrics", std::move(metrics)}});
+  }
+  static std::string fmt_path(const MetricDesc& d) { return std::string(d.family) + "." + std::string(d.name); }
+  static const char* unit_name(Unit u) {
+    switch (u) {
+      case Unit::kBytes: return "bytes";
+      case Unit::kSeconds: return "seconds";
+      case Unit::kJoules: return "joules";
+      case Unit::kCelsius: return "celsius";
+      case Unit::kPercent: return "percent";
+      case Unit::kNone: break;
+    }
+    return "";
+  }
+  static const char* kind_name(MetricKind k) {
+    switch (k) {
+      case MetricKind::kCounter: return "counter";
+      case MetricKind::kHistogram: return "histogram";
+      case MetricKind::kGauge: break;
+    }
+    return "gauge";
+  }
+
   void emit(const Json& j) {
     append(j);
     flush();
@@ -326,6 +377,7 @@ class JsonSink final : public Sink {
   bool intervals_;
   std::string buf_;
   std::unordered_map<std::string, std::string> names_;
+  std::unordered_set<const MetricDesc*> described_;
   long long start_sec_ = 0;
   std::string start_text_;
 };

@@ -39,6 +39,10 @@ struct RunHeader {
   double interval_s = 0;
   WallClock::time_point start;
   std::vector<Unavailable> unavailable;  // the sources that could not start
+  // The metrics known at the start (the first reading's, and the ratios the core derives), in
+  // their sources' order: JSON describes them in the header (a metric that appears later is
+  // described in a "metrics" record before the first record that holds it).
+  std::vector<const MetricDesc*> metrics;
 };
 
 class Sink {

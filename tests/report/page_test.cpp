@@ -10,6 +10,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -52,23 +54,43 @@ bool shaped_like_histogram(const Json& j) {
   return j.is_object() && j.contains("buckets") && j["buckets"].is_array() && j.contains("bucket_base");
 }
 
-// Paths of the histograms and (section, metric) pairs with numbers, over every interval.
-void walk(const Json& j, std::vector<std::string>& path, std::set<std::string>& hists, std::set<std::string>& metrics) {
+// What the intervals hold, from the file: per histogram (its path), whether any interval counted
+// a value; per (section, metric), each leaf's values in record order.
+struct Held {
+  std::map<std::vector<std::string>, bool> hists;
+  std::map<std::pair<std::string, std::string>, std::map<std::vector<std::string>, std::vector<double>>> metrics;
+};
+void walk(const Json& j, std::vector<std::string>& path, Held& held) {
   for (const auto& [k, v] : j.items()) {
     path.push_back(k);
     if (shaped_like_histogram(v)) {
-      std::string p;
-      for (const std::string& part : path) p += (p.empty() ? "" : " › ") + part;
       bool values =
           std::any_of(v["buckets"].begin(), v["buckets"].end(), [](const Json& b) { return b.get<double>() > 0; });
-      hists.insert(p + (values ? "" : " (empty)"));
+      held.hists[path] = held.hists[path] || values;
     } else if (v.is_object()) {
-      walk(v, path, hists, metrics);
+      walk(v, path, held);
     } else if (v.is_number() && path.size() >= 2) {
-      metrics.insert(path[0] + " › " + path[1]);
+      held.metrics[{path[0], path[1]}][path].push_back(v.get<double>());
     }
     path.pop_back();
   }
+}
+
+std::string words(std::string s) {
+  std::replace(s.begin(), s.end(), '_', ' ');
+  return s;
+}
+// A chart's title as the recording describes the metric (its help), else its name in words.
+std::string title_of(const Json& header, const std::string& section, const std::string& metric) {
+  const Json* m = header.is_object() && header.contains("metrics") ? &header["metrics"] : nullptr;
+  std::string key = section + "." + metric;
+  if (m != nullptr && m->contains(key) && (*m)[key].contains("help")) return (*m)[key]["help"].get<std::string>();
+  return words(metric) + " (" + words(section) + ")";
+}
+// The monitor's own health counters: on the page only where they counted something.
+bool health(const std::string& name) {
+  static const std::regex re("(^|_)(dropped|overruns?|too_deep|untracked|missed|lost)($|_)");
+  return std::regex_search(name, re);
 }
 
 std::string screenshot_dir() {
@@ -129,6 +151,9 @@ Checked check_page(Chromium& c, const std::string& jsonl, const std::string& htm
   for (const Json& ch : out.charts) {
     std::string title = ch["title"].get<std::string>();
     out.titles.insert(title);
+    // Titles in words: never a JSON path ("pmc › enabled_seconds"), never a bare name.
+    EXPECT_EQ(title.find(" › "), std::string::npos) << title;
+    EXPECT_TRUE(title.find(' ') != std::string::npos || title.find('_') == std::string::npos) << title;
     EXPECT_GT(ch["points"].get<double>(), 0) << title;
     EXPECT_GT(ch["width"].get<int>(), 0) << title;
     EXPECT_GT(ch["height"].get<int>(), 0) << title;
@@ -155,31 +180,43 @@ Checked check_page(Chromium& c, const std::string& jsonl, const std::string& htm
     for (size_t i = 0; i < spans.size() && i < page["spans"].size(); ++i) EXPECT_EQ(page["spans"][i], spans[i]) << i;
   }
 
-  // Every histogram has its heatmap, every section its heading, every metric its chart.
-  std::set<std::string> hists, metrics;
+  // Every histogram that counted something has its heatmap (one that never did has no card);
+  // every metric that moved has its chart, titled as the recording describes it; one that never
+  // moved is named in its section's "unchanged" line; a health counter that stayed zero is not
+  // on the page at all.
+  Held held;
   for (const Json& r : intervals) {
     std::vector<std::string> path;
-    walk(r, path, hists, metrics);
+    walk(r, path, held);
   }
-  for (const std::string& h : hists) {
-    if (h.size() > 8 && h.substr(h.size() - 8) == " (empty)") {
-      // Never a value: a card that says so instead of an empty picture.
-      std::string title = h.substr(0, h.size() - 8);
-      if (hists.count(title)) continue;  // some interval has values
-      EXPECT_TRUE(c.eval("[...document.querySelectorAll('.card')].some(e => e.querySelector('h3').textContent === " +
-                         Json(title).dump() + " && e.textContent.includes('no values recorded'))")
-                      .get<bool>())
-          << "no card for " << title;
-    } else {
-      EXPECT_TRUE(out.titles.count(h)) << "no heatmap for " << h;
+  const Json& head = header.empty() ? Json() : header[0];
+  for (const auto& [path, values] : held.hists) {
+    std::string title = title_of(head, path[0], path[1]);
+    for (size_t i = 2; i < path.size(); ++i) title += (i == 2 ? ": " : " ") + path[i];
+    EXPECT_EQ(out.titles.count(title), values ? 1u : 0u) << "heatmap of " << path[0] << "." << path[1] << ": " << title;
+  }
+  std::string unchanged = c.eval("[...document.querySelectorAll('details.unchanged')].map(e => e.textContent).join('\\n')")
+                              .get<std::string>();
+  for (const auto& [key, leaves] : held.metrics) {
+    const auto& [section, metric] = key;
+    bool zero = true, constant = intervals.size() > 3;
+    for (const auto& [leaf, v] : leaves) {
+      for (double x : v) {
+        zero = zero && x == 0;
+        constant = constant && x == v[0];
+      }
+      constant = constant && v.size() == intervals.size();
     }
-  }
-  for (const std::string& m : metrics) {
-    bool found =
-        std::any_of(out.titles.begin(), out.titles.end(), [&](const std::string& t) { return t.rfind(m, 0) == 0; });
-    EXPECT_TRUE(found) << "no chart for " << m;
-    std::string section = m.substr(0, m.find(" › "));
-    EXPECT_TRUE(c.eval("!!document.getElementById('section-" + section + "')").get<bool>()) << section;
+    std::string title = title_of(head, section, metric);
+    bool charted = std::any_of(out.titles.begin(), out.titles.end(), [&](const std::string& t) { return t.rfind(title, 0) == 0; });
+    if (zero && health(metric)) {
+      EXPECT_FALSE(charted) << section << "." << metric << " stayed zero: not shown";
+    } else if (zero || constant) {
+      EXPECT_NE(unchanged.find(words(metric)), std::string::npos) << section << "." << metric << " in: " << unchanged;
+    } else {
+      EXPECT_TRUE(charted) << "no chart for " << section << "." << metric << " (" << title << ")";
+      EXPECT_TRUE(c.eval("!!document.getElementById('section-" + section + "')").get<bool>()) << section;
+    }
   }
 
   std::string png = c.screenshot_png();
@@ -227,6 +264,53 @@ TEST(ReportPage, RunWithProbesAndRequests) {
   std::filesystem::remove(html);
 }
 
+// A 1-second command, recorded without -I: its report's first screen (1400 x 900) is the
+// answer — the command, how it ended, its wall and CPU time, where its tasks' time went, and a
+// timeline of at least 5 points — and no chart on the page is empty.
+TEST(ReportPage, ShortRunLeadsWithTheAnswer) {
+  NEED_CHROMIUM();
+  std::string base = temp_base(), jsonl = base + ".jsonl", html = base + ".html";
+  Outcome run = run_pm({"run", "--format", "json", "-o", jsonl, "--", workload(), "cputime", "1000"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::vector<Json> records = lines_of(jsonl);
+  std::vector<Json> intervals = of_type(records, "interval");
+  // The first second in tenths, and the last, partial interval kept: the intervals add up to the run.
+  ASSERT_GE(intervals.size(), 5u) << slurp_file(jsonl);
+  double recorded = 0;
+  for (const Json& i : intervals) recorded += i["interval_s"].get<double>();
+  const Json summary = of_type(records, "summary").at(0);
+  EXPECT_NEAR(recorded, summary["duration_s"].get<double>(), 0.15);
+  const Json header = of_type(records, "header").at(0);
+  EXPECT_EQ(header["schema_version"], 3);
+  EXPECT_EQ(header["metrics"]["process_tree.on_cpu_seconds"]["unit"], "seconds");
+  EXPECT_EQ(header["metrics"]["proc_rss_max"]["unit"], "bytes");
+
+  Outcome r = report({jsonl, "-o", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto c = browser();
+  ASSERT_TRUE(c);
+  check_page(*c, jsonl, html, "short_run.png");
+  Json first = c->eval(R"JS((() => {
+    const box = document.getElementById('answer'), text = box ? box.innerText : '';
+    const chart = t => { const e = PM.charts.find(c => c.title === t); if (!e) return null;
+      const r = e.canvas.getBoundingClientRect(); return { bottom: r.bottom + window.scrollY, points: e.points, datasets: e.datasets }; };
+    return { text, top: box ? box.getBoundingClientRect().top + window.scrollY : -1, split: chart('time split'), timeline: chart('tree timeline') };
+  })())JS");
+  std::string text = first["text"].get<std::string>();
+  for (std::string want : {std::string("pm-workload cputime 1000"), std::string("exit status 0"), std::string("wall time"),
+                           std::string("CPU"), std::string("peak memory")}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want << " not in:\n" << text;
+  }
+  ASSERT_TRUE(first["split"].is_object()) << first.dump();
+  ASSERT_TRUE(first["timeline"].is_object()) << first.dump();
+  EXPECT_LE(first["split"]["bottom"].get<double>(), 900) << "the time split is below the first screen";
+  EXPECT_LE(first["timeline"]["bottom"].get<double>(), 900) << "the timeline is below the first screen";
+  EXPECT_GE(first["timeline"]["points"].get<double>() / first["timeline"]["datasets"].get<double>(), 5);
+  EXPECT_EQ(first["split"]["datasets"], 3);  // on CPU, run queue, blocked
+  std::filesystem::remove(jsonl);
+  std::filesystem::remove(html);
+}
+
 TEST(ReportPage, LiveModeRecording) {
   NEED_CHROMIUM();
   std::string base = temp_base(), jsonl = base + ".jsonl";
@@ -239,6 +323,57 @@ TEST(ReportPage, LiveModeRecording) {
   Checked page = check_page(*c, jsonl, base + ".html", "live.png");
   EXPECT_TRUE(page.titles.count("CPU by mode"));
   EXPECT_TRUE(page.titles.count("Busy per CPU"));
+
+  // Who used the machine: per process and per cgroup, the recording's top lists summed over the
+  // intervals, here from the file.
+  struct Sum {
+    double cpu = 0, runq = 0, blocked = 0, io = 0, faults = 0;
+    int intervals = 0;
+  };
+  std::map<std::string, Sum> procs, cgroups;
+  auto add = [](std::map<std::string, Sum>& into, const std::string& key, const Json& row) {
+    auto num = [&](const char* f) { return row.contains(f) && row[f].is_number() ? row[f].get<double>() : 0.0; };
+    Sum& t = into[key];
+    ++t.intervals;
+    t.cpu += num("cpu_user_s") + num("cpu_system_s");
+    t.runq += num("runq_s");
+    t.blocked += num("blocked_s");
+    t.io += num("io_read_bytes") + num("io_write_bytes");
+    t.faults += num("page_faults");
+  };
+  for (const Json& rec : of_type(lines_of(jsonl), "interval")) {
+    if (!rec.contains("top")) continue;
+    for (const Json& p : rec["top"].value("processes", Json::array()))
+      add(procs, std::to_string(p["pid"].get<int>()) + " " + p.value("comm", ""), p);
+    for (const Json& g : rec["top"].value("cgroups", Json::array()))
+      add(cgroups, g.value("cgroup", "") + (g.value("with_descendants", false) ? " (with its descendants)" : ""), g);
+  }
+  ASSERT_FALSE(procs.empty()) << "the live recording has no top lists";
+  ASSERT_FALSE(cgroups.empty());
+  Json who = c->eval("JSON.stringify({p: PM.who.processes, g: PM.who.cgroups, rows: document.querySelectorAll('#who-processes tr').length, grows: document.querySelectorAll('#who-cgroups tr').length, first: document.querySelector('#who-processes tr:nth-child(2) td').textContent})");
+  Json w = Json::parse(who.get<std::string>());
+  auto same = [](const std::map<std::string, Sum>& want, const Json& got, const char* what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (const Json& row : got) {
+      std::string key = row["key"].get<std::string>();
+      ASSERT_TRUE(want.count(key)) << what << ": " << key;
+      const Sum& t = want.at(key);
+      EXPECT_NEAR(row["cpu_s"].get<double>(), t.cpu, 1e-9) << key;
+      EXPECT_NEAR(row["runq_s"].get<double>(), t.runq, 1e-9) << key;
+      EXPECT_NEAR(row["blocked_s"].get<double>(), t.blocked, 1e-9) << key;
+      EXPECT_NEAR(row["io_bytes"].get<double>(), t.io, 1e-3) << key;
+      EXPECT_NEAR(row["faults"].get<double>(), t.faults, 1e-9) << key;
+      EXPECT_EQ(row["intervals"].get<int>(), t.intervals) << key;
+    }
+  };
+  same(procs, w["p"], "processes");
+  same(cgroups, w["g"], "cgroups");
+  // The tables: a header row and at most 20 rows, the busiest first.
+  EXPECT_EQ(w["rows"].get<size_t>(), 1 + std::min<size_t>(20, procs.size()));
+  EXPECT_EQ(w["grows"].get<size_t>(), 1 + std::min<size_t>(20, cgroups.size()));
+  auto busiest = std::max_element(procs.begin(), procs.end(), [](const auto& a, const auto& b) { return a.second.cpu < b.second.cpu; });
+  EXPECT_EQ(w["first"].get<std::string>(), busiest->first.substr(0, busiest->first.find(' ')));
+  EXPECT_TRUE(page.titles.count("busiest processes"));
   std::filesystem::remove(jsonl);
   std::filesystem::remove(base + ".html");
 }
@@ -259,7 +394,7 @@ TEST(ReportPage, BimodalHeatmapShowsBothModes) {
       Json cells = c->eval(std::string(R"JS((() => {
         PM.heatOptions.scale = ')JS") +
                            scale + "'; PM.heatOptions.norm = '" + norm + R"JS(';
-        const h = PM.heatmaps.find(h => h.title === 'scheduler › runq_latency_seconds');
+        const h = PM.heatmaps.find(h => h.title === 'runq latency seconds (scheduler)');
         h.draw();
         const ctx = h.canvas.getContext('2d'), dpr = window.devicePixelRatio || 1;
         const at = (k, f) => Array.from(ctx.getImageData(Math.round((PM.kHeatLeft + f * h.plotW) * dpr), Math.round(h.rowY(k) * dpr), 1, 1).data.slice(0, 3));
@@ -315,7 +450,7 @@ TEST(ReportPage, TruncatedAndOtherSchemaVersionGiveAPageWithAWarning) {
   Checked page = check_page(*c, future, base + "-future.html", "future_schema.png");
   EXPECT_FALSE(page.titles.count("CPU by mode"));  // it looks for cpu.utilisation_percent: gone
   EXPECT_TRUE(std::any_of(page.titles.begin(), page.titles.end(),
-                          [](const std::string& t) { return t.rfind("cpu_v99 › ", 0) == 0; }));
+                          [](const std::string& t) { return t.find(" (cpu v99)") != std::string::npos; }));
   EXPECT_NE(c->eval("document.getElementById('warnings').innerText").get<std::string>().find("99"), std::string::npos);
   for (const std::string& f : {jsonl, cut, future, base + "-cut.html", base + "-future.html"})
     std::filesystem::remove(f);
@@ -394,8 +529,10 @@ TEST(ReportPage, ComparisonPage) {
   EXPECT_TRUE(load.ready) << load.ready_state;
   for (const std::string& e : load.errors) ADD_FAILURE() << e;
   for (const std::string& r : load.requests) EXPECT_EQ(r, url);
-  EXPECT_EQ(c->eval("document.querySelectorAll('#comparison-table tr').length").get<size_t>(),
-            cmp["figures"].size() + 1);
+  // Every figure is a row: the leading table's, or the folded table's (each table with its header row).
+  EXPECT_EQ(c->eval("document.querySelectorAll('#comparison-table tr, #folded-table tr').length").get<size_t>(),
+            cmp["figures"].size() +
+                c->eval("document.querySelectorAll('#comparison-table, #folded-table').length").get<size_t>());
   EXPECT_NE(c->eval("document.getElementById('warnings').innerText").get<std::string>().find("too few runs"),
             std::string::npos);
   Json charts = c->eval(kChartsJs);

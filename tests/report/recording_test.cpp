@@ -155,6 +155,47 @@ TEST(Recording, OtherSchemaVersionsAreReadWithAWarning) {
   EXPECT_NE(all.find("without a \"type\" were read as intervals"), std::string::npos) << all;
 }
 
+// Schema 3: the header says what each metric is, and a "metrics" record what came later; the
+// descriptions are kept as strings (bounded, valid UTF-8), anything else in them left out.
+// Schema 2 files (the fixture) open without a warning, with no descriptions.
+TEST(Recording, MetricDescriptionsFromTheHeaderAndLaterRecords) {
+  std::string help(1000, 'x');
+  help.replace(299, 2, "\xc3\xa9");  // a two-byte character across the bound (300 bytes)
+  std::string text =
+      R"({"type":"header","schema_version":3,"mode":"run","metrics":{"process_tree.rss_bytes":{"unit":"bytes","kind":"gauge","help":"RSS of the tree","extra":{"a":1}},"proc_rss_max":{"unit":"bytes","kind":"gauge","help":"peak"},"bad":5}})"
+      "\n"
+      R"({"type":"metrics","metrics":{"probe.calls":{"unit":"","kind":"counter","help":")" +
+      help +
+      R"("}}})"
+      "\n"
+      R"({"type":"interval","timestamp":"2030-01-01T00:00:01Z","interval_s":1,"process_tree":{"rss_bytes":4096}})"
+      "\n";
+  auto rec = parse_recording(text, "v3.jsonl");
+  ASSERT_TRUE(rec) << rec.error().message;
+  for (const std::string& w : rec->warnings) EXPECT_EQ(w.find("schema version"), std::string::npos) << w;
+  ASSERT_EQ(rec->metrics.size(), 3u) << rec->metrics.dump();
+  const Json* rss = metric_of(*rec, {"process_tree", "rss_bytes"});
+  ASSERT_NE(rss, nullptr);
+  EXPECT_EQ((*rss)["unit"], "bytes");
+  EXPECT_EQ((*rss)["help"], "RSS of the tree");
+  EXPECT_FALSE(rss->contains("extra"));
+  ASSERT_NE(metric_of(*rec, {"proc_rss_max"}), nullptr);
+  EXPECT_EQ((*metric_of(*rec, {"proc_rss_max"}))["help"], "peak");
+  EXPECT_EQ(metric_of(*rec, {"process_tree", "nothing"}), nullptr);
+  const Json* calls = metric_of(*rec, {"probe", "calls", "shop::process_request"});
+  ASSERT_NE(calls, nullptr);
+  std::string kept = (*calls)["help"].get<std::string>();
+  EXPECT_EQ(kept.size(), 299u);  // cut before the character, not inside it
+  EXPECT_NO_THROW((void)calls->dump());
+
+  auto v2 = read_recording(std::string(PM_FIXTURES_DIR) + "/report/bimodal.jsonl");
+  ASSERT_TRUE(v2) << v2.error().message;
+  EXPECT_EQ(v2->header["schema_version"], 2);
+  EXPECT_TRUE(v2->metrics.empty());
+  for (const std::string& w : v2->warnings) EXPECT_EQ(w.find("schema version"), std::string::npos) << w;
+  EXPECT_GT(v2->intervals.rows(), 0u);
+}
+
 TEST(Recording, ManySpansKeepTheSlowestAndASampleAndCountThemAll) {
   std::string text = kHeader;
   const int n = 25000;

@@ -103,7 +103,12 @@ TEST(JsonSink, IntervalAndSummary) {
   sink->summary(sum, info, unavailable);
 
   std::vector<std::string> lines = lines_of(contents(tmp.f));
-  ASSERT_EQ(lines.size(), 2u);  // JSON Lines: the interval, then the summary
+  // JSON Lines: what the metrics are (no header described them), the interval, the summary.
+  ASSERT_EQ(lines.size(), 3u);
+  nlohmann::json described = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(described["type"], "metrics");
+  EXPECT_FALSE(described["metrics"].empty());
+  lines.erase(lines.begin());
 
   nlohmann::json iv = nlohmann::json::parse(lines[0]);
   EXPECT_EQ(iv["type"], "interval");
@@ -157,8 +162,9 @@ TEST(JsonSink, EmptyUnavailableIsAnObjectAndFractionsSurvive) {
   info.end_reason = "interrupted";
   sink->summary(agg.summary(t0 + seconds(1)), info, {});
   std::vector<std::string> lines = lines_of(contents(tmp.f));
-  ASSERT_EQ(lines.size(), 1u);
-  nlohmann::json s = nlohmann::json::parse(lines[0]);
+  ASSERT_EQ(lines.size(), 2u);  // what the metrics are, then the summary
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["type"], "metrics");
+  nlohmann::json s = nlohmann::json::parse(lines[1]);
   EXPECT_TRUE(s["unavailable"].is_object());
   EXPECT_TRUE(s["unavailable"].empty());
   EXPECT_DOUBLE_EQ(s["app"]["requests"].get<double>(), 0.75);

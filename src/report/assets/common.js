@@ -97,10 +97,29 @@ PM.flatten = function (obj, path = [], out = []) {
   return out;
 };
 
-// ---- Units: from the name's suffix (_bytes, _seconds or _s, _percent, ...) ----
+// ---- What a figure is: the recording's own word (schema 3), else its name ----
+// data.metrics: "<family>.<name>" or a flat summary key -> {unit, kind, help}.
+PM.metrics = Object.create(null);
+PM.describe = function (path) {
+  const m = path.length >= 2 ? PM.own(PM.metrics, path[0] + '.' + path[1]) : undefined;
+  return PM.object(m !== undefined ? m : PM.own(PM.metrics, String(path[0])));
+};
+PM.words = name => String(name).replace(/_/g, ' ');
+// A chart's title in words: the metric's description, else its name in words and its section
+// ("enabled seconds (pmc)"), never a JSON path.
+PM.title = function (path) {
+  const help = PM.describe(path).help;
+  if (typeof help === 'string' && help.trim()) return help.trim();
+  return path.length > 1 ? `${PM.words(path[1])} (${PM.words(path[0])})` : PM.words(path[0]);
+};
+PM.kUnits = new Set(['', 'bytes', 'seconds', 'percent', 'celsius', 'joules', 'watts']);
+
+// ---- Units: the recording's, else from the name's suffix (_bytes, _seconds or _s, ...) ----
 // The metric's own name first (section, metric, labels...: path[1], or a flat key), then the
 // rest: a label may be another metric's name (pmc › running_percent › task_clock_seconds).
 PM.unitOf = function (path) {
+  const said = PM.describe(path).unit;
+  if (typeof said === 'string' && PM.kUnits.has(said)) return said;
   const order = (path.length > 1 ? [path[1], path[0]] : [path[0]]).concat(path.slice(2).reverse());
   for (const part of order) {
     const p = String(part);
@@ -249,7 +268,8 @@ PM.timeChart = function (box, title, x, series, unit, opts = {}) {
       if (Number.isFinite(v)) points++;
     }
     const c = s.colour || PM.colour(d);
-    return { label: s.label, data, borderColor: c, backgroundColor: opts.stacked ? c + 'cc' : c, borderWidth: 1, pointRadius: 0,
+    // A short run's few points are drawn as points: a line needs two, and shows little with three.
+    return { label: s.label, data, borderColor: c, backgroundColor: opts.stacked ? c + 'cc' : c, borderWidth: 1, pointRadius: xs.length <= 3 ? 4 : 0,
       fill: opts.stacked ? (d === 0 ? 'origin' : '-1') : false, tension: 0 };
   });
   const chart = new Chart(canvas, {

@@ -6,6 +6,7 @@
 PM.kMaxLines = 12;  // a metric with more series is split by its first label
 
 PM.renderReport = function (data, main) {
+  PM.metrics = PM.object(data.metrics);
   const n = data.intervals.n, all = data.intervals.series;
   const find = path => all.find(s => !s.h && s.p.length === path.length && s.p.every((p, i) => p === path[i]));
   // Elapsed time at the end of each interval: the sum of interval_s (else one per record).
@@ -19,24 +20,92 @@ PM.renderReport = function (data, main) {
     x[i] = t;
   }
   x.mid = mid;
+  x.iv = iv;
   const header = data.header || {}, summary = data.summary || {};
   const startText = header.start || summary.start;
   const start = startText ? Date.parse(startText) : NaN;
   const clock = Number.isFinite(start) ? s => new Date(start + s * 1000).toISOString().slice(11, 19) + ' UTC' : null;
 
-  PM.renderHeader(main, data, n);
-  PM.renderUnavailable(main, header, summary);
+  const lost = PM.lostData(all, n, data.summary);
+  if (lost.length) data.warnings = [`data was lost: ${lost.join(', ')}`].concat(data.warnings);
+  const mode = header.mode || summary.mode;
+  // A command's run leads with the answer: what it cost, where its time went, its timeline;
+  // then its probed functions; then the system around it; what is missing last.
+  const tree = mode === 'run' || mode === 'attach';
+  if (tree && data.summary) PM.renderAnswer(main, data, all, n, x, clock);
+  else PM.renderHeader(main, data, n);
+  if (tree) {
+    if (n > 0) PM.renderSections(main, all.filter(s => s.p[0] === 'process_tree'), n, x, clock);
+    PM.renderProbes(main, data, summary, start);
+    PM.renderSlowest(main, data, summary);
+  }
   if (n > 0) {
+    if (tree) main.append(PM.el('h2', { text: 'The system around it', id: 'section-system' }));
     PM.renderOverview(main, all, n, x, clock);
-    PM.renderSections(main, all, n, x, clock);
+    PM.renderWho(main, all, n, x, clock);
+    PM.renderSections(main, tree ? all.filter(s => s.p[0] !== 'process_tree') : all, n, x, clock);
   }
   PM.renderDistributions(main, summary);
-  PM.renderProbes(main, data, summary, start);
-  PM.renderSlowest(main, data, summary);
-  PM.renderSummaryTable(main, summary, [...new Set(all.filter(s => s.p.length > 1).map(s => s.p[0]))]);
+  if (!tree) {
+    PM.renderProbes(main, data, summary, start);
+    PM.renderSlowest(main, data, summary);
+  }
+  PM.renderSummaryTable(main, summary);
+  if (tree && data.summary) PM.renderHeader(main, data, n, 'About this recording');
+  PM.renderUnavailable(main, header, summary);
 };
 
-PM.renderHeader = function (main, data, n) {
+// The first screen of a command's report: the command, how it ended and how long it took, its
+// CPU, where its tasks' time went (on a CPU, waiting on the run queue, blocked) as a bar and
+// over time, peak memory and I/O.
+PM.renderAnswer = function (main, data, all, n, x, clock) {
+  const h = data.header || {}, s = data.summary || {};
+  const num = k => typeof s[k] === 'number' ? s[k] : NaN;
+  const command = Array.isArray(s.command || h.command) ? (s.command || h.command).map(PM.shellWord).join(' ') : String(s.command || h.command || `PID ${h.pid || s.pid}`);
+  const ended = s.signal ? `killed by signal ${s.signal}` : s.exit_code !== undefined ? `exit status ${s.exit_code}` : String(s.end_reason || 'did not finish');
+  const wall = num('duration_s'), cpu = num('proc_cpu_user_seconds') + num('proc_cpu_system_seconds');
+  const box = PM.el('div', { class: 'answer', id: 'answer' });
+  box.append(PM.el('h2', { text: h.mode === 'attach' ? 'The process tree' : 'The command' }),
+    PM.el('p', { class: 'command' }, PM.el('code', { text: command })),
+    PM.table('kv', null, [
+      ['ended', ended + (s.end_reason && !s.signal && s.end_reason !== 'exited' ? ` (${s.end_reason})` : '')],
+      ['wall time', Number.isFinite(wall) ? PM.seconds(wall) : 'n/a'],
+      ['CPU', Number.isFinite(cpu) ? `${PM.seconds(cpu)} (user ${PM.seconds(num('proc_cpu_user_seconds'))}, system ${PM.seconds(num('proc_cpu_system_seconds'))})` +
+        (wall > 0 ? `: ${PM.num(100 * cpu / wall)} % of one CPU` : '') : 'n/a'],
+      ['peak memory', Number.isFinite(num('proc_rss_max')) ? `RSS ${PM.bytes(num('proc_rss_max'))}` + (Number.isFinite(num('proc_pss_max')) ? `, PSS ${PM.bytes(num('proc_pss_max'))}` : '') : 'n/a'],
+      ['storage I/O', Number.isFinite(num('proc_io_read_bytes')) ? `read ${PM.bytes(num('proc_io_read_bytes'))}, written ${PM.bytes(num('proc_io_write_bytes'))}` : 'n/a'],
+      ['processes', Number.isFinite(num('proc_processes_seen_max')) ? `${PM.num(num('proc_processes_seen_max'))} seen, at most ${PM.num(num('proc_processes_max'))} at once` : 'n/a'],
+    ].map(([k, v]) => ({ cells: [PM.el('th', { text: k }), v] })), 'answer-table'));
+  main.append(box);
+  if (data.warnings.length) {
+    main.append(PM.el('div', { class: 'warnings', id: 'warnings' }, PM.el('strong', { text: 'Read with warnings' }),
+      PM.el('ul', {}, ...data.warnings.map(w => PM.el('li', { text: w })))));
+  }
+  const cards = PM.el('div', { class: 'cards' });
+  box.append(cards);
+  const parts = [['on CPU', 'proc_on_cpu_seconds', 'on_cpu_seconds', 'on_cpu_s'], ['run queue', 'proc_runq_wait_seconds', 'runq_wait_seconds', 'runq_s'],
+    ['blocked', 'proc_blocked_seconds', 'blocked_seconds', 'blocked_s']];
+  if (parts.some(([, k]) => Number.isFinite(num(k)))) {
+    PM.barChart(PM.card(cards, 'Where the tasks\' time went, over the run', false, 'summed over the tree\'s tasks: more than the wall time when several ran at once'),
+      'time split', ['the tree'], parts.map(([label, k, , field], i) => ({ label, values: [num(k)], colour: PM.partColour(field, i) })), 'seconds', { stacked: true, horizontal: true });
+  }
+  // Over time: each interval's seconds in each state per second of the interval (tasks on average).
+  const find = k => all.find(e => !e.h && e.p.length === 2 && e.p[0] === 'process_tree' && e.p[1] === k);
+  const ivs = all.find(e => e.p.length === 1 && e.p[0] === 'interval_s'), iv = ivs ? PM.numbers(ivs, n) : null;
+  const series = parts.map(([label, , k, field], i) => {
+    const e = find(k);
+    if (!e) return null;
+    const y = PM.numbers(e, n).map((v, j) => iv && iv[j] > 0 ? v / iv[j] : v);
+    return { label, y: Float64Array.from(y), colour: PM.partColour(field, i) };
+  }).filter(Boolean);
+  if (n > 0 && series.length) {
+    PM.timeChart(PM.card(cards, 'The tree\'s tasks over time: on a CPU, waiting, blocked (tasks on average)'), 'tree timeline', x, series, '', { stacked: true, clock });
+  }
+};
+// A command's word as a shell needs it: quoted where it holds anything but safe characters.
+PM.shellWord = w => /^[A-Za-z0-9_\/.,:=@%+-]+$/.test(String(w)) ? String(w) : `'${String(w).replace(/'/g, `'\\''`)}'`;
+
+PM.renderHeader = function (main, data, n, heading = 'Run') {
   const h = data.header || {}, s = data.summary || {};
   const command = h.command || s.command;
   const rows = [];
@@ -59,8 +128,8 @@ PM.renderHeader = function (main, data, n) {
   for (const [k, v] of Object.entries(h)) if (!shown.has(k) && (typeof v !== 'object' || v === null)) add(k, v);
   add('pid', h.pid || s.pid);
   add('records', `${n} intervals, ${data.spans.seen} spans${data.summary ? ', a summary' : ''}`);
-  main.append(PM.el('h2', { text: 'Run' }), PM.table('kv', null, rows.map(r => ({ cells: [PM.el('th', { text: r.cells[0] }), r.cells[1]] })), 'run-header'));
-  if (data.warnings.length) {
+  main.append(PM.el('h2', { text: heading }), PM.table('kv', null, rows.map(r => ({ cells: [PM.el('th', { text: r.cells[0] }), r.cells[1]] })), 'run-header'));
+  if (data.warnings.length && heading === 'Run') {
     main.append(PM.el('div', { class: 'warnings', id: 'warnings' }, PM.el('strong', { text: 'Read with warnings' }),
       PM.el('ul', {}, ...data.warnings.map(w => PM.el('li', { text: w })))));
   }
@@ -95,6 +164,76 @@ PM.renderOverview = function (main, all, n, x, clock) {
     const card = PM.el('div', { class: 'card wide' }, PM.el('h3', { text: 'Busy per CPU (100 % − idle)' }));
     section.append(card);
     PM.cpuGrid(card, cpus, series, x, clock);
+  }
+};
+
+// Who used the machine: the top lists of every interval, summed per process (PID and name) and
+// per cgroup, as sortable tables, and the busiest processes' CPU over time.
+PM.kWhoRows = 20;
+PM.whoTotals = function (lists, key, name) {
+  const rows = new Map();
+  lists.forEach((list, i) => {
+    if (!Array.isArray(list)) return;
+    for (const r of list) {
+      if (r === null || typeof r !== 'object') continue;
+      const k = key(r);
+      if (!rows.has(k)) rows.set(k, { key: k, name: name(r), intervals: 0, cpu_s: 0, runq_s: 0, blocked_s: 0, io_bytes: 0, faults: 0, rss_max: NaN, cpu: new Float64Array(lists.length).fill(NaN) });
+      const t = rows.get(k), num = f => typeof r[f] === 'number' ? r[f] : 0;
+      t.intervals++;
+      t.cpu_s += num('cpu_user_s') + num('cpu_system_s');
+      t.runq_s += num('runq_s');
+      t.blocked_s += num('blocked_s');
+      t.io_bytes += num('io_read_bytes') + num('io_write_bytes');
+      t.faults += num('page_faults');
+      if (typeof r.rss_bytes === 'number') t.rss_max = Number.isFinite(t.rss_max) ? Math.max(t.rss_max, r.rss_bytes) : r.rss_bytes;
+      t.cpu[i] = num('cpu_percent');
+    }
+  });
+  return [...rows.values()].sort((a, b) => b.cpu_s - a.cpu_s);
+};
+PM.renderWho = function (main, all, n, x, clock) {
+  const list = name => all.find(s => !s.h && s.p.length === 2 && s.p[0] === 'top' && s.p[1] === name);
+  const procs = list('processes'), cgroups = list('cgroups');
+  if (!procs && !cgroups) return;
+  const show = v => typeof v === 'string' ? v : '';
+  PM.who = {
+    processes: procs ? PM.whoTotals(PM.cells(procs, n).values, r => `${r.pid} ${show(r.comm)}`, r => ({ pid: r.pid, comm: show(r.comm), command: show(r.command), user: show(r.user) })) : [],
+    cgroups: cgroups ? PM.whoTotals(PM.cells(cgroups, n).values, r => show(r.cgroup) + (r.with_descendants ? ' (with its descendants)' : ''),
+      r => ({ cgroup: show(r.cgroup) + (r.with_descendants ? ' (with its descendants)' : '') })) : [],
+  };
+  if (!PM.who.processes.length && !PM.who.cgroups.length) return;
+  main.append(PM.el('h2', { text: 'Who used the machine', id: 'section-who' }),
+    PM.el('p', { class: 'note', text: 'Summed over the intervals in which each was in the top lists (perf-monitor --top N): a process that was busy only now and then is counted where it was listed.' }));
+  const columns = [['CPU', 'cpu_s', 'seconds'], ['run queue', 'runq_s', 'seconds'], ['blocked', 'blocked_s', 'seconds'], ['storage I/O', 'io_bytes', 'bytes'], ['page faults', 'faults', ''], ['peak RSS', 'rss_max', 'bytes']];
+  const table = (id, head, rows, cells) => {
+    const box = PM.el('div');
+    let by = 'cpu_s';
+    const draw = () => {
+      const sorted = rows.slice().sort((a, b) => (Number.isFinite(b[by]) ? b[by] : -1) - (Number.isFinite(a[by]) ? a[by] : -1)).slice(0, PM.kWhoRows);
+      const header = head.concat(columns.map(([label, field]) => {
+        const th = PM.el('th', { class: 'num sort' + (field === by ? ' sorted' : ''), text: label + (field === by ? ' ▼' : ''), title: 'sort by ' + label });
+        th.addEventListener('click', () => { by = field; draw(); });
+        return th;
+      }));
+      const t = PM.table('grid', header, sorted.map(r => ({ cells: cells(r).concat(columns.map(([, f, unit]) => PM.el('td', { class: 'num', text: Number.isFinite(r[f]) ? PM.fmt(r[f], unit, true) : 'n/a' }))) })), id);
+      box.replaceChildren(t);
+    };
+    draw();
+    return box;
+  };
+  if (PM.who.processes.length) {
+    main.append(PM.el('h3', { text: `Processes (${PM.who.processes.length})` }),
+      table('who-processes', ['PID', 'name', 'command'], PM.who.processes, r => [String(r.name.pid), r.name.comm, PM.el('td', { class: 'cmd', text: r.name.command || r.name.comm, title: r.name.command || r.name.comm })]));
+    // The busiest processes' CPU over time, stacked.
+    const top = PM.who.processes.slice(0, 8);
+    const cards = PM.el('div', { class: 'cards' });
+    main.append(cards);
+    PM.timeChart(PM.card(cards, 'The busiest processes: CPU over time (% of one CPU)', true), 'busiest processes', x,
+      top.map((r, i) => ({ label: `${r.name.comm} (${r.name.pid})`, y: Float64Array.from(r.cpu, v => Number.isFinite(v) ? v : 0), colour: PM.colour(i) })), 'percent', { stacked: true, clock });
+  }
+  if (PM.who.cgroups.length) {
+    main.append(PM.el('h3', { text: `Cgroups (${PM.who.cgroups.length})` }),
+      table('who-cgroups', ['cgroup'], PM.who.cgroups, r => [r.name.cgroup]));
   }
 };
 
@@ -158,8 +297,27 @@ PM.cpuGrid = function (card, cpus, idle, x, clock) {
   PM.register('cpugrid', 'Busy per CPU', canvas, painted);
 };
 
+// The monitor's health counters (what it could not count): shown only where they are not zero.
+PM.isHealth = path => path.some(p => /(^|_)(dropped|overruns?|too_deep|untracked|missed|lost)($|_)/.test(String(p)));
+PM.total = (s, n) => PM.numbers(s, n).reduce((a, v) => a + (Number.isFinite(v) ? Math.abs(v) : 0), 0);
+// "probe › spans dropped 12": each health counter that counted something, in the intervals or
+// the summary.
+PM.lostData = function (all, n, summary) {
+  const lost = new Map();
+  for (const s of all) if (!s.h && s.p.length > 1 && PM.isHealth(s.p)) {
+    const t = PM.total(s, n);
+    if (t > 0) lost.set(s.p.join(' '), t);
+  }
+  for (const [p, v] of PM.flatten(PM.object(summary))) {
+    if (typeof v === 'number' && v > 0 && PM.isHealth(p) && !p.includes('max_lower_bound')) lost.set(p.join(' '), v);
+  }
+  return [...lost].slice(0, 8).map(([k, v]) => `${PM.words(k)} ${PM.num(v)}`);
+};
+
 // A section per top-level object of the interval records; a chart per metric (the next key);
-// its series are the label paths below it. Histograms become heatmaps.
+// its series are the label paths below it. Histograms become heatmaps. What never moved is not
+// charted: all-zero metrics (and, over more than three intervals, constant ones) are named in
+// one line at the section's end; health counters that stayed zero are not shown at all.
 PM.renderSections = function (main, all, n, x, clock) {
   const sections = new Map();
   for (const s of all) {
@@ -169,9 +327,6 @@ PM.renderSections = function (main, all, n, x, clock) {
   }
   let heatControls = false;
   for (const [name, list] of sections) {
-    const h2 = PM.el('h2', { text: name, id: 'section-' + name });
-    const cards = PM.el('div', { class: 'cards' });
-    main.append(h2, cards);
     const metrics = new Map();
     for (const s of list) {
       if (s.h) continue;
@@ -179,25 +334,58 @@ PM.renderSections = function (main, all, n, x, clock) {
       if (!metrics.has(key)) metrics.set(key, []);
       metrics.get(key).push(s);
     }
-    for (const [metric, series] of metrics) PM.metricCharts(cards, name, metric, series, n, x, clock);
-    for (const s of list.filter(s => s.h)) {
+    const moving = [], unchanged = [];
+    for (const [metric, series] of metrics) {
+      const values = series.map(s => PM.numbers(s, n).filter(Number.isFinite));
+      const zero = values.every(v => v.every(e => e === 0));
+      const constant = n > 3 && values.every(v => v.length === n && v.every(e => e === v[0]));
+      if (zero && PM.isHealth([name, metric])) continue;
+      if (zero || constant) unchanged.push([metric, series, zero]);
+      else moving.push([metric, series]);
+    }
+    const hists = list.filter(s => s.h).filter(s => {
+      const count = PM.field(s, 'count');
+      return !count || PM.total(count, n) > 0;
+    });
+    if (!moving.length && !hists.length && !unchanged.length) continue;
+    const h2 = PM.el('h2', { text: name, id: 'section-' + name });
+    const cards = PM.el('div', { class: 'cards' });
+    main.append(h2, cards);
+    for (const [metric, series] of moving) PM.metricCharts(cards, name, metric, series, n, x, clock);
+    for (const s of hists) {
       if (!heatControls) {
         PM.heatControls(main.insertBefore(PM.el('div'), cards));
         heatControls = true;
       }
       const base = PM.field(s, 'bucket_base');
       const b = base && 'c' in base ? base.c : base ? PM.numbers(base, n).find(Number.isFinite) : 1;
-      PM.heatmap(cards, s.p.join(' › '), PM.bucketRows(s, n), b, PM.unitOf(s.p), x, clock);
+      PM.heatmap(cards, PM.title(s.p) + (s.p.length > 2 ? ': ' + s.p.slice(2).join(' ') : ''), PM.bucketRows(s, n), b, PM.unitOf(s.p), x, clock);
+    }
+    if (unchanged.length) {
+      const said = unchanged.map(([metric, series, zero]) => {
+        const v = zero ? 0 : PM.numbers(series[0], n).find(Number.isFinite);
+        return `${PM.words(metric)} ${PM.fmt(v, PM.unitOf(series[0].p), true)}${series.length > 1 ? ` (${series.length} series)` : ''}`;
+      });
+      main.append(PM.el('details', { class: 'unchanged' }, PM.el('summary', { text: `unchanged: ${said.slice(0, 6).join(', ')}${said.length > 6 ? `, … (${said.length})` : ''}` }),
+        PM.el('ul', {}, ...said.map(t => PM.el('li', { text: t })))));
     }
   }
 };
 
 PM.metricCharts = function (cards, section, metric, series, n, x, clock) {
-  const numeric = series.map(s => ({ s, y: PM.numbers(s, n) })).filter(({ y }) => y.some(Number.isFinite));
+  // A counter's figure is what it counted in the interval: drawn per second, so that intervals
+  // of different lengths (a recorded run's first second in tenths) compare.
+  const perSecond = PM.describe([section, metric]).kind === 'counter' && x.iv;
+  const values = s => {
+    const y = PM.numbers(s, n);
+    if (perSecond) for (let i = 0; i < n; i++) y[i] = x.iv[i] > 0 ? y[i] / x.iv[i] : NaN;
+    return y;
+  };
+  const numeric = series.map(s => ({ s, y: values(s) })).filter(({ y }) => y.some(Number.isFinite));
   if (!numeric.length) return;
   const unit = PM.unitOf(numeric[0].s.p);
   const label = s => s.p.length > 2 ? s.p.slice(2).join(' ') : s.p[1];
-  const title = `${section} › ${metric}`;
+  const title = PM.title([section, metric]) + (perSecond ? ' (per second)' : '');
   const make = (parent, t, list) => PM.timeChart(PM.card(parent, t, list.length > 6), t, x, list.map(({ s, y }) => ({ label: label(s), y })), unit, { clock });
   if (numeric.length <= PM.kMaxLines || numeric.some(({ s }) => s.p.length < 4)) {
     make(cards, title, numeric.slice(0, 60));
@@ -213,7 +401,7 @@ PM.metricCharts = function (cards, section, metric, series, n, x, clock) {
   const keys = [...groups.keys()];
   const first = keys.includes('all') ? 'all' : keys[0];
   const lbl = s => s.p.slice(3).join(' ');
-  const chart = (parent, k) => PM.timeChart(PM.card(parent, `${title} › ${k}`), `${title} › ${k}`, x, groups.get(k).map(({ s, y }) => ({ label: lbl(s), y })), unit, { clock });
+  const chart = (parent, k) => PM.timeChart(PM.card(parent, `${title}: ${k}`), `${title}: ${k}`, x, groups.get(k).map(({ s, y }) => ({ label: lbl(s), y })), unit, { clock });
   chart(cards, first);
   const rest = keys.filter(k => k !== first);
   if (!rest.length) return;
@@ -229,7 +417,7 @@ PM.renderDistributions = function (main, summary) {
   if (!hists.length) return;
   const cards = PM.el('div', { class: 'cards' });
   main.append(PM.el('h2', { text: 'Distributions over the run' }), cards);
-  for (const [p, h] of hists) PM.histogramChart(cards, p.join(' › '), h, PM.unitOf(p));
+  for (const [p, h] of hists) PM.histogramChart(cards, PM.title(p) + (p.length > 2 ? ': ' + p.slice(2).join(' ') : ''), h, PM.unitOf(p));
 };
 PM.histogramChart = function (parent, title, h, unit, extra = []) {
   let lo = h.buckets.findIndex(b => b > 0), hi = h.buckets.length - 1;
@@ -330,36 +518,88 @@ PM.renderSlowest = function (main, data, summary) {
   PM.barChart(PM.card(cards, 'Slowest requests: where the time went', true), 'slowest requests', labels, series, 'seconds', { stacked: true, horizontal: true });
 };
 
-// Every figure of the summary, grouped by section.
-PM.renderSummaryTable = function (main, summary, sectionNames) {
-  const skip = new Set(['type', 'command', 'unavailable', 'slowest_requests']);
-  // A flat key ("block_io_total_bytes") goes with the longest section its name starts with.
-  const sections = [...new Set(sectionNames.concat(Object.keys(summary).filter(k => summary[k] !== null && typeof summary[k] === 'object' && !Array.isArray(summary[k]))))]
-    .sort((a, b) => b.length - a.length);
-  const groupOf = p => p.length > 1 ? p[0] : sections.find(s => p[0].startsWith(s + '_')) || p[0].split('_')[0];
-  const groups = new Map();
-  for (const [p, v] of PM.flatten(Object.fromEntries(Object.entries(summary).filter(([k]) => !skip.has(k))))) {
-    const g = groupOf(p);
-    if (!groups.has(g)) groups.set(g, []);
-    groups.get(g).push([p, v]);
+// Every figure of the summary, grouped by what it is about (the run, time, memory, I/O, the
+// scheduler, counters, probes, the monitor itself), each named in words.
+PM.kSummaryGroups = ['the run', "the command's process tree", 'time', 'memory', 'I/O', 'scheduler', 'hardware and software counters', 'probed functions', 'power and temperature', 'the monitor itself', 'other'];
+PM.summaryGroup = function (p) {
+  const k = String(p[0]), all = p.map(String).join(' ');
+  if (['mode', 'pid', 'exit_code', 'signal', 'end_reason', 'start', 'end', 'duration_s'].includes(k)) return 'the run';
+  if (k === 'self' || PM.isHealth(p)) return 'the monitor itself';
+  if (k.startsWith('proc_')) return "the command's process tree";
+  if (k === 'probe' || k.startsWith('proc_probe')) return 'probed functions';
+  if (k === 'pmc') return 'hardware and software counters';
+  if (/^(energy|thermal|power)/.test(k)) return 'power and temperature';
+  if (/(^|_)(io|bio|block|disk|rchar|wchar)(_|$)/.test(all) || k === 'block_io') return 'I/O';
+  if (/(^|_)(rss|pss|vm_size|shared|anon|mem|memory|swap|cached|faults?|numa)(_|$)/.test(all) || k === 'memory' || k === 'numa') return 'memory';
+  if (/(^|_)(switches|wakeups|runq|scheduler|processes|threads|forks|procs|load1|load5|load15|tasks)(_|$)/.test(all) || k === 'scheduler') return 'scheduler';
+  if (/(^|_)(cpu|seconds|pressure|blocked)(_|$)/.test(all) || k === 'cpu' || k === 'pressure') return 'time';
+  return 'other';
+};
+// A summary figure's name in words: its description where the recording has one (the labels
+// after it), else its name ("proc_cpu_user_seconds" -> "cpu user seconds (the tree)").
+PM.kRunNames = { mode: 'mode', pid: 'PID', exit_code: 'exit status', signal: 'killed by signal', end_reason: 'ended because', start: 'started', end: 'ended', duration_s: 'wall time' };
+PM.summaryName = function (p) {
+  if (p.length === 1 && PM.own(PM.kRunNames, String(p[0]))) return PM.kRunNames[p[0]];
+  const d = PM.describe(p), help = typeof d.help === 'string' && d.help.trim() ? d.help.trim() : '';
+  const flat = p.length === 1 || !PM.own(PM.metrics, p[0] + '.' + p[1]);
+  const rest = p.slice(flat ? 1 : 2).map(String).filter(x => x !== 'min' && x !== 'max');
+  // A gauge's extremes: {min, max} below its name, or the flat names' _min and _max.
+  const last = String(p[p.length - 1]), m = /(^|_)(min|max)$/.exec(p.length === 1 ? String(p[0]) : last);
+  const bound = m ? ` (${m[2] === 'max' ? 'highest' : 'lowest'})` : '';
+  let base = help;
+  if (!base) {
+    const k = String(p[0]);
+    base = k.startsWith('proc_') ? PM.words(k.slice(5).replace(/_(min|max)$/, '')) + ' (the tree)' : k.startsWith('global_') ? PM.words(k.slice(7).replace(/_(min|max)$/, '')) + ' (the system)' : PM.words(p.length > 1 && !flat ? p[1] : k) + (p.length > 1 && !flat ? ` (${PM.words(k)})` : '');
   }
-  const rows = [];
+  return base + (rest.length ? ': ' + rest.join(' ') : '') + bound;
+};
+PM.renderSummaryTable = function (main, summary) {
+  const skip = new Set(['type', 'command', 'unavailable', 'slowest_requests']);
+  const groups = new Map(PM.kSummaryGroups.map(g => [g, []]));
+  for (const [p, v] of PM.flatten(Object.fromEntries(Object.entries(summary).filter(([k]) => !skip.has(k))))) {
+    if (PM.isHealth(p) && v === 0) continue;  // the monitor's health: only what it lost
+    groups.get(PM.summaryGroup(p)).push([p, v]);
+  }
+  // Shown: each group's figures that are not zero and not a per-CPU or per-device part of a
+  // whole shown beside it; those are named in one folded line per group.
+  const rows = [], folded = [];
   for (const [group, entries] of groups) {
+    const shown = [], zero = [], parts = [];
+    for (const e of entries) {
+      const [p, v] = e;
+      if (p.length >= 3 && /^[0-9]+$/.test(String(p[2]))) parts.push(e);
+      else if (v === 0 && p.length > 1 || v === 0 && !PM.own(PM.kRunNames, String(p[0]))) zero.push(e);
+      else shown.push(e);
+    }
+    if (!entries.length) continue;
     rows.push({ attrs: {}, cells: [PM.el('strong', { text: group }), ''] });
-    for (const [p, v] of entries) PM.summaryRow(rows, p, v);
+    for (const [p, v] of shown) PM.summaryRow(rows, p, v);
+    if (zero.length) {
+      const names = [...new Set(zero.map(([p]) => PM.summaryName(p)))];
+      rows.push({ cells: [PM.el('td', { class: 'zero', text: `zero: ${names.slice(0, 8).join('; ')}${names.length > 8 ? `; … (${names.length})` : ''}`, title: names.join('\n') }), ''] });
+    }
+    for (const e of parts) folded.push(e);
   }
   if (!rows.length) return;
   main.append(PM.el('h2', { text: 'Summary' }), PM.table('grid', null, rows, 'summary-table'));
+  if (folded.length) {
+    const inner = [];
+    for (const [p, v] of folded) PM.summaryRow(inner, p, v);
+    main.append(PM.el('details', { class: 'unchanged' }, PM.el('summary', { text: `per CPU and per device: ${folded.length} figures` }), PM.table('grid', null, inner, 'summary-parts')));
+  }
 };
 PM.summaryRow = function (rows, p, v) {
   const unit = PM.unitOf(p);
   let text;
-  if (PM.isHistogram(v)) {
+  // Identifiers and statuses as written (a PID is not 6,557); durations as durations.
+  if (['pid', 'exit_code', 'signal'].includes(String(p[0])) && typeof v === 'number') text = String(v);
+  else if (p[0] === 'duration_s' && typeof v === 'number') text = PM.seconds(v);
+  else if (PM.isHistogram(v)) {
     const count = v.count ?? v.buckets.reduce((s, b) => s + b, 0);
     text = `${PM.num(count)} values` + (count && typeof v.sum === 'number' ? `, mean ${PM.fmt(v.sum / count, unit, true)}` : '') +
       ['p50', 'p90', 'p99'].filter(q => typeof v[q] === 'number').map(q => `, ${q} < ${PM.fmt(v[q], unit, true)}`).join('');
   } else {
     text = PM.fmt(v, unit, true);
   }
-  rows.push({ cells: [p.join(' › '), PM.el('td', { class: 'num', text, title: JSON.stringify(v).slice(0, 200) })] });
+  rows.push({ cells: [PM.el('td', { text: PM.summaryName(p), title: p.join('.') }), PM.el('td', { class: 'num', text, title: JSON.stringify(v).slice(0, 200) })] });
 };
