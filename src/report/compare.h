@@ -2,12 +2,14 @@
 // `perf-monitor report --compare BASE... -- NEW...`: every figure of the runs' summaries side by
 // side, with its change, the Hodges-Lehmann shift and its confidence interval, and whether the
 // change is beyond the noise. The unit of comparison is the run: intervals of one run are not
-// independent samples.
+// independent samples. What changed leads: the command's own figures first, the significant
+// ones first in each group; the unchanged ones are folded (kept in the JSON, marked).
 #pragma once
 
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "report/recording.h"
@@ -21,6 +23,9 @@ struct RunFigures {
   std::string file;
   std::vector<std::pair<std::string, double>> figures;  // in the summary's order
   std::map<std::string, Json> histograms;
+  // Figure (or histogram) -> unit, where the recording's header says it (schema 3: its
+  // "metrics"); the others' units are guessed from their names.
+  std::unordered_map<std::string, std::string> units;
   bool truncated = false;  // the summary held more than kMaxFigures figures
   size_t long_names = 0;   // figures left out: names longer than kMaxPathBytes
 };
@@ -63,12 +68,16 @@ struct FigureRow {
   // "higher", "lower", "no significant change", "below --min-effect", "too few runs",
   // "no verdict (one run per side)", "same in every run", "only in base", "only in new"
   std::string verdict;
+  bool command = false;  // one of the command's own figures (the summary's flat proc_* keys, duration_s)
+  // Left out of the text and the page's leading table by default: the same in every run, no
+  // significant change, below --min-effect, too few runs, or in one side only.
+  bool folded = false;
 };
 
 struct Comparison {
   std::vector<std::string> base_files, new_files;
   CompareOptions options;
-  std::vector<FigureRow> rows;
+  std::vector<FigureRow> rows;  // the command's figures first, then by significance and effect
   std::vector<std::string> warnings;
   bool decidable = false;                // at least kMinRunsToDecide runs per side
   size_t tested = 0;                     // figures tested (both families)
@@ -86,10 +95,25 @@ struct Comparison {
 Comparison compare_runs(const std::vector<RunFigures>& base, const std::vector<RunFigures>& next,
                         const CompareOptions& options);
 
-std::string comparison_text(const Comparison& c);
+// The text form fits a terminal: at most this many lines (but for warnings, which are all
+// said) unless every figure is asked for.
+inline constexpr size_t kMaxTextLines = 40;
+struct TextOptions {
+  bool all = false;  // every figure, the folded ones too, in the same order
+  size_t max_lines = kMaxTextLines;
+};
+
+std::string comparison_text(const Comparison& c, const TextOptions& t = {});
 std::string comparison_json(const Comparison& c);  // also the data of the HTML comparison page
 
-// The unit of a figure from its name's suffix: "bytes", "seconds", "percent", ... or "".
+// The unit of a figure from its name's suffix: "bytes", "seconds", "percent", ... or "": for
+// recordings whose header does not say (schema 2 and older).
 std::string unit_of(const std::string& figure);
+
+// A value in its unit, as a person reads it, never in exponent notation: "1.23 s", "850 ms",
+// "42 us", "3.28 MiB", "12.5 %", "4821", "34,400,000", "1.84".
+std::string format_value(double v, const std::string& unit);
+// A signed change in percent: "+98.7 %", "-12.0 %", "+2,800 %".
+std::string format_signed_percent(double v);
 
 }  // namespace pm::report

@@ -32,8 +32,11 @@ Examples:
   perf-monitor report run.jsonl                  writes run.html: open it in any browser, offline
   perf-monitor report run.jsonl -o /tmp/r.html
   perf-monitor report --compare base*.jsonl -- new*.jsonl
-                                                 every figure of the summaries side by side,
-                                                 each change marked significant or not
+                                                 what changed between the runs' summaries: the
+                                                 command's own figures first, the significant
+                                                 ones first; the unchanged folded into one line
+  perf-monitor report --compare base*.jsonl -- new*.jsonl --all
+                                                 every figure, in the same order
   perf-monitor report --compare b1.jsonl b2.jsonl b3.jsonl b4.jsonl b5.jsonl -- n1.jsonl ... n5.jsonl \
                       --fail-on 'proc_cpu_*' --min-effect 5
                                                  for CI: exit 3 when the tree's CPU time grew
@@ -112,10 +115,11 @@ int report_one(const ReportOptions& o) {
                              "NEW.jsonl...");
   }
   if (o.format == "text") return usage_error("report: a single run's report is html or json; text is for --compare");
-  for (const char* flag : {"--fail-on", "--figures", "--higher-is-better"}) {
+  for (const char* flag : {"--fail-on", "--figures", "--higher-is-better", "--all"}) {
     bool given = (std::string(flag) == "--fail-on" && !o.fail_on.empty()) ||
                  (std::string(flag) == "--figures" && !o.figures.empty()) ||
-                 (std::string(flag) == "--higher-is-better" && !o.higher_is_better.empty());
+                 (std::string(flag) == "--higher-is-better" && !o.higher_is_better.empty()) ||
+                 (std::string(flag) == "--all" && o.all);
     if (given) return usage_error(std::string("report: ") + flag + " is for --compare");
   }
   const bool from_stdin = o.files[0] == "-";
@@ -180,6 +184,8 @@ int compare(const ReportOptions& o) {
     for (const std::string& path : *lists[s]) {
       auto rec = read_recording(path);
       if (!rec) return usage_error(rec.error().message);
+      // A comparison is of the summaries: whether a run has a timeline does not matter here.
+      std::erase_if(rec->warnings, [](const std::string& w) { return w.starts_with("no interval records"); });
       print_warnings(*rec, true);
       auto figures = run_figures(*rec);
       if (!figures) return usage_error(figures.error().message);
@@ -190,12 +196,12 @@ int compare(const ReportOptions& o) {
   int status = 0;
   std::string out = o.output.empty() ? "-" : o.output;
   if (format == "text") {
-    if (!write_output(out, comparison_text(c), &status)) return status;
+    if (!write_output(out, comparison_text(c, TextOptions{.all = o.all}), &status)) return status;
   } else if (format == "json") {
     if (!write_output(out, comparison_json(c) + "\n", &status)) return status;
   } else {
     std::string data = comparison_json(c);
-    data.insert(1, "\"kind\":\"compare\",\"format\":1,");
+    data.insert(1, o.all ? "\"kind\":\"compare\",\"format\":1,\"all\":true," : "\"kind\":\"compare\",\"format\":1,");
     std::string page =
         render_page("perf-monitor comparison",
                     fmt::format("{} base and {} new runs", c.base_files.size(), c.new_files.size()), std::move(data));
@@ -239,6 +245,9 @@ CLI::App* add_report_command(CLI::App& app, ReportOptions& opts) {
                 "--compare: figures matching GLOB get better as they grow (built in: ipc, idle, free, available)")
       ->type_name("GLOB")
       ->allow_extra_args(false);
+  r->add_flag("--all", opts.all,
+              "--compare: every figure; by default the text shows what changed and folds the rest into one line "
+              "(the JSON keeps every figure, marked \"folded\"; the page folds them into a section that opens)");
   r->footer(kFooter);
   return r;
 }

@@ -21,6 +21,7 @@ struct ReportOptions {
   std::string correction = "bh";
   double min_effect = 0;
   std::vector<std::string> fail_on, higher_is_better, figures;
+  bool all = false;  // --compare --all: every figure, the unchanged ones too
 };
 
 // Exit statuses of `report --compare`, beside 0 (done), 1 (failure) and 2 (usage, bad input).

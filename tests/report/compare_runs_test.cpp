@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // `report --compare` on real runs of the real binary: twice the CPU work is a significant
-// regression of the tree's CPU time; identical runs (A/A) flag no more than alpha of the
-// comparisons. The runs of both sides are interleaved, as the README advises.
+// regression of the tree's CPU time, and the text leads with it; identical runs (A/A) flag no
+// more than alpha of the comparisons. The runs of both sides are interleaved, as the README
+// advises.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <iostream>
+#include <regex>
+#include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -94,6 +98,119 @@ TEST(CompareRuns, TwiceTheCpuWorkIsASignificantRegression) {
   Outcome better = compare(b, a, {"--format", "json", "--fail-on", "proc_cpu_user_seconds"});
   EXPECT_EQ(better.exit_code, 0) << better.err;
   EXPECT_EQ((*figure(Json::parse(better.out), "proc_cpu_user_seconds"))["verdict"], "lower");
+  for (const std::string& f : a) std::filesystem::remove(f);
+  for (const std::string& f : b) std::filesystem::remove(f);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The rows of the text's table (figure name, then the rest of the line), in order.
+std::vector<std::pair<std::string, std::string>> table_rows(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  bool in = false;
+  for (const std::string& line : lines_of(text)) {
+    if (!in) {
+      in = line.starts_with("figure ");
+      continue;
+    }
+    if (line.empty() || line.starts_with("... and ")) break;
+    out.emplace_back(line.substr(0, line.find(' ')), line);
+  }
+  return out;
+}
+
+// The text leads with what changed: 5 + 5 runs, the new side burning twice the CPU. The
+// command's CPU time is the first row, higher and worse; the whole fits a terminal, in units,
+// without exponents; --all shows the folded figures too; the JSON keeps every figure.
+TEST(CompareRuns, TheTextLeadsWithTheCommandsCpuTime) {
+  std::string base = temp_base();
+  std::vector<std::string> a, b;
+  for (int i = 0; i < 5; ++i) {
+    a.push_back(record_spin(base + "-a" + std::to_string(i) + ".jsonl", 150));
+    b.push_back(record_spin(base + "-b" + std::to_string(i) + ".jsonl", 300));
+  }
+  const std::regex exponent("[0-9]e[+-]?[0-9]");
+  // 5 vs 5 over a hundred figures: the correction leaves none significant unless the figures
+  // that matter are named, as a CI gate names them (a family of their own).
+  const std::vector<std::string> gate{"--fail-on", "proc_cpu_*", "--fail-on", "proc_on_cpu_seconds"};
+  Outcome text = compare(a, b, gate);
+  ASSERT_EQ(text.exit_code, 3) << text.err << text.out;
+  std::cout << text.out;
+  std::vector<std::string> lines = lines_of(text.out);
+  EXPECT_LE(lines.size(), 40u) << text.out;
+  auto rows = table_rows(text.out);
+  ASSERT_FALSE(rows.empty()) << text.out;
+  static const std::set<std::string> kCpu{"proc_cpu_user_seconds", "proc_cpu_system_seconds", "proc_on_cpu_seconds"};
+  EXPECT_TRUE(kCpu.contains(rows[0].first)) << "first row: " << rows[0].second << "\n" << text.out;
+  EXPECT_NE(rows[0].second.find("higher (worse)"), std::string::npos) << rows[0].second;
+  EXPECT_NE(rows[0].second.find(" ms "), std::string::npos) << "CPU time in its unit: " << rows[0].second;
+  EXPECT_FALSE(std::regex_search(text.out, exponent)) << text.out;
+  EXPECT_NE(text.out.find("(--all shows them)"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("timeline"), std::string::npos) << text.out;
+  EXPECT_EQ(text.err.find("timeline"), std::string::npos) << text.err;
+
+  // Without a gate: still within 40 lines, without exponents.
+  Outcome plain = compare(a, b, {});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_LE(lines_of(plain.out).size(), 40u) << plain.out;
+  EXPECT_FALSE(std::regex_search(plain.out, exponent)) << plain.out;
+  EXPECT_EQ(plain.err.find("timeline"), std::string::npos) << plain.err;
+
+  // --all: more rows, the folded ones among them, in the JSON's order; the JSON has every
+  // figure, each marked folded or not.
+  Outcome all = compare(a, b, {"--all", "--fail-on", "proc_cpu_*", "--fail-on", "proc_on_cpu_seconds"});
+  ASSERT_EQ(all.exit_code, 3) << all.err;
+  EXPECT_FALSE(std::regex_search(all.out, exponent)) << all.out;
+  auto all_rows = table_rows(all.out);
+  EXPECT_GT(all_rows.size(), rows.size());
+  Outcome json = compare(a, b, {"--format", "json", "--fail-on", "proc_cpu_*", "--fail-on", "proc_on_cpu_seconds"});
+  ASSERT_EQ(json.exit_code, 3) << json.err;
+  Json cmp = Json::parse(json.out);
+  ASSERT_EQ(cmp["figures"].size(), all_rows.size());
+  size_t folded = 0, leading = 0;
+  for (size_t k = 0; k < all_rows.size(); ++k) {
+    const Json& f = cmp["figures"][k];
+    EXPECT_EQ(f["figure"].get<std::string>(), all_rows[k].first);
+    if (f["folded"].get<bool>()) {
+      ++folded;
+    } else {
+      ASSERT_LT(leading, rows.size());
+      EXPECT_EQ(f["figure"].get<std::string>(), rows[leading++].first);  // the default's rows, in order
+    }
+  }
+  EXPECT_EQ(leading, rows.size());
+  EXPECT_GT(folded, 50u);
+  EXPECT_EQ(cmp["folded"].get<size_t>(), folded);
+  // Every number of every run's summary is a row of the JSON.
+  std::set<std::string> names;
+  for (const Json& f : cmp["figures"]) names.insert(f["figure"].get<std::string>());
+  for (const std::string& file : a) {
+    for (const std::string& line : lines_of(slurp(file))) {
+      Json j = Json::parse(line, nullptr, false);
+      if (!j.is_object() || j.value("type", "") != "summary") continue;
+      for (const auto& [k, v] : j.items()) {
+        if (v.is_number() && k != "pid" && k != "signal") {
+          EXPECT_TRUE(names.contains(k)) << k;
+        }
+      }
+    }
+  }
+  // The command's own figures first: no other figure before the last proc_* one.
+  bool other_seen = false;
+  for (const Json& f : cmp["figures"]) {
+    bool command = f["command"].get<bool>();
+    EXPECT_EQ(command, f["figure"].get<std::string>().starts_with("proc_") || f["figure"] == "duration_s")
+        << f["figure"];
+    if (command) {
+      EXPECT_FALSE(other_seen) << f["figure"] << " after the other figures";
+    }
+    other_seen = other_seen || !command;
+  }
   for (const std::string& f : a) std::filesystem::remove(f);
   for (const std::string& f : b) std::filesystem::remove(f);
 }

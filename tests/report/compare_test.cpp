@@ -3,6 +3,8 @@
 // effect, the CI gate, and the text and JSON forms.
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -215,6 +217,306 @@ TEST(Compare, TextAndJsonSayTheSame) {
     EXPECT_TRUE(f["shift"].contains("low"));
   }
   EXPECT_TRUE(found);
+}
+
+// n runs of the named figures, each figure's value times (1 + a small jitter), the jitter
+// different per run so that no two runs tie.
+std::vector<RunFigures> runs_of(const std::string& name, size_t n,
+                                const std::vector<std::pair<std::string, double>>& f) {
+  std::vector<RunFigures> out;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<std::pair<std::string, double>> figures;
+    for (const auto& [k, v] : f) figures.emplace_back(k, v * (1 + 0.01 * static_cast<double>(i)));
+    out.push_back(run(fmt::format("{}{}.jsonl", name, i), figures));
+  }
+  return out;
+}
+
+std::vector<std::string> order_of(const Comparison& c) {
+  std::vector<std::string> out;
+  for (const FigureRow& r : c.rows) out.push_back(r.figure);
+  return out;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The figure names of the text's table, in order: the lines after the table's header up to the
+// first blank line (or a "... and N more" line).
+std::vector<std::string> table_rows(const std::string& text) {
+  std::vector<std::string> out;
+  bool in = false;
+  for (const std::string& line : lines_of(text)) {
+    if (!in) {
+      in = line.starts_with("figure ");
+      continue;
+    }
+    if (line.empty() || line.starts_with("... and ")) break;
+    out.push_back(line.substr(0, line.find(' ')));
+  }
+  return out;
+}
+
+TEST(Compare, TheCommandsFiguresLeadThenSignificanceThenEffect) {
+  // Base and new: every figure doubles or more, but for a noisy one, a constant and one whose
+  // change is real but small. Recording order is the reverse of the order wanted.
+  std::vector<std::pair<std::string, double>> base{{"cpu.time_seconds.all.user", 1},
+                                                   {"scheduler.switches", 100},
+                                                   {"memory.used_bytes.max", 1e9},
+                                                   {"proc_threads_max", 1},
+                                                   {"proc_noise_seconds", 1},
+                                                   {"proc_rss_max", 1e6},
+                                                   {"duration_s", 1},
+                                                   {"proc_cpu_user_seconds", 1}};
+  std::vector<std::pair<std::string, double>> next{{"cpu.time_seconds.all.user", 2},
+                                                   {"scheduler.switches", 500},
+                                                   {"memory.used_bytes.max", 3e9},
+                                                   {"proc_threads_max", 1},
+                                                   {"proc_noise_seconds", 1.01},
+                                                   {"proc_rss_max", 4e6},
+                                                   {"duration_s", 2},
+                                                   {"proc_cpu_user_seconds", 2}};
+  std::vector<RunFigures> a = runs_of("a", 6, base), b = runs_of("b", 6, next);
+  for (RunFigures& r : a) r.figures[3].second = 1;  // proc_threads_max: 1 in every run
+  for (RunFigures& r : b) r.figures[3].second = 1;
+  // The noise: base 1.00..1.05, new 1.01..1.06 interleave: no significant change.
+  Comparison c = compare_runs(a, b, {});
+  EXPECT_EQ(order_of(c), (std::vector<std::string>{
+                             // the command's: significant ones, equally so: CPU, wall, RSS (effect would put RSS first)
+                             "proc_cpu_user_seconds", "duration_s", "proc_rss_max",
+                             // then its unchanged ones: not significant, then constant
+                             "proc_noise_seconds", "proc_threads_max",
+                             // the rest, significant, by effect: +400 %, +200 %, +100 %
+                             "scheduler.switches", "memory.used_bytes.max", "cpu.time_seconds.all.user"}));
+  for (const FigureRow& r : c.rows) {
+    EXPECT_EQ(r.command, r.figure.starts_with("proc_") || r.figure == "duration_s") << r.figure;
+    EXPECT_EQ(r.folded, r.figure == "proc_noise_seconds" || r.figure == "proc_threads_max") << r.figure;
+  }
+  // Equally significant: the larger effect first. A smaller adjusted p goes first, whatever the
+  // effect: 6 vs 6 runs of one figure (p 2/924) before 4 vs 4 of another (p 2/70).
+  Comparison e =
+      compare_runs(runs_of("a", 6, {{"small", 1}, {"big", 1}}), runs_of("b", 6, {{"small", 2}, {"big", 10}}), {});
+  EXPECT_EQ(order_of(e), (std::vector<std::string>{"big", "small"}));
+  std::vector<RunFigures> u = runs_of("a", 6, {{"small", 1}}), v = runs_of("b", 6, {{"small", 2}});
+  std::vector<RunFigures> u4 = runs_of("a", 4, {{"big", 1}}), v4 = runs_of("b", 4, {{"big", 10}});
+  for (size_t i = 0; i < 4; ++i) {
+    u[i].figures.push_back(u4[i].figures[0]);
+    v[i].figures.push_back(v4[i].figures[0]);
+  }
+  Comparison f = compare_runs(u, v, {});
+  EXPECT_LT(row(f, "small").p_adjusted, row(f, "big").p_adjusted);
+  EXPECT_EQ(order_of(f), (std::vector<std::string>{"small", "big"}));  // more certain first, though smaller
+}
+
+TEST(Compare, UnchangedFiguresAreFoldedIntoOneLine) {
+  // 200 figures: 3 that double, 197 the same in every run or without a change.
+  std::vector<std::pair<std::string, double>> base, next;
+  for (int k = 0; k < 3; ++k) {
+    base.emplace_back(fmt::format("proc_changed_{}_seconds", k), 1);
+    next.emplace_back(fmt::format("proc_changed_{}_seconds", k), 2);
+  }
+  for (int k = 0; k < 197; ++k) {
+    base.emplace_back(fmt::format("same.figure_{}", k), 5);
+    next.emplace_back(fmt::format("same.figure_{}", k), 5);
+  }
+  std::vector<RunFigures> a = runs_of("a", 5, base), b = runs_of("b", 5, next);
+  for (auto* side : {&a, &b}) {
+    for (RunFigures& r : *side)
+      for (auto& [k, v] : r.figures)
+        if (k.starts_with("same.")) v = 5;
+  }
+  CompareOptions o;
+  o.fail_on = {"proc_changed_*"};  // 5 vs 5 over 200: the gate's own family decides
+  Comparison c = compare_runs(a, b, o);
+  std::string text = comparison_text(c);
+  EXPECT_EQ(table_rows(text),
+            (std::vector<std::string>{"proc_changed_0_seconds", "proc_changed_1_seconds", "proc_changed_2_seconds"}))
+      << text;
+  EXPECT_EQ(text.find("same.figure_"), std::string::npos) << text;
+  EXPECT_NE(text.find("unchanged: 197 figures: 197 the same in every run (--all shows them)"), std::string::npos)
+      << text;
+  EXPECT_LE(lines_of(text).size(), kMaxTextLines);
+  // --all: every figure, in the same order as the rows (and the JSON).
+  std::string all = comparison_text(c, {.all = true});
+  EXPECT_EQ(table_rows(all), order_of(c));
+  EXPECT_EQ(table_rows(all).size(), 200u);
+  EXPECT_EQ(all.find("--all shows them"), std::string::npos);
+  Json j = Json::parse(comparison_json(c));
+  ASSERT_EQ(j["figures"].size(), 200u);
+  EXPECT_EQ(j["folded"], 197);
+  for (size_t k = 0; k < 200; ++k) {
+    EXPECT_EQ(j["figures"][k]["figure"], c.rows[k].figure);
+    EXPECT_EQ(j["figures"][k]["folded"].get<bool>(), k >= 3);
+    EXPECT_EQ(j["figures"][k]["command"].get<bool>(), k < 3);
+  }
+
+  // Below --min-effect and too few runs are folded too; nothing leading: no table, but the
+  // strongest candidates in one line.
+  o.fail_on.clear();
+  o.min_effect_percent = 500;
+  Comparison small = compare_runs(a, b, o);
+  for (const FigureRow& r : small.rows) EXPECT_TRUE(r.folded) << r.figure;
+  std::string st = comparison_text(small);
+  EXPECT_EQ(st.find("\nfigure "), std::string::npos) << st;
+  EXPECT_NE(st.find("unchanged: 200 figures: 197 the same in every run, 3 below --min-effect"), std::string::npos)
+      << st;
+  Comparison few = compare_runs({a.begin(), a.begin() + 3}, {b.begin(), b.begin() + 3}, {});
+  std::string ft = comparison_text(few);
+  EXPECT_NE(ft.find("Largest changes, undecided: proc_changed_0_seconds +"), std::string::npos) << ft;
+  EXPECT_NE(ft.find("3 with too few runs to decide"), std::string::npos) << ft;
+}
+
+TEST(Compare, TheTextFitsFortyLinesWhateverChanged) {
+  // 300 figures that all double, 12 vs 12: all significant, far more than fit.
+  std::vector<std::pair<std::string, double>> base, next;
+  for (int k = 0; k < 300; ++k) {
+    base.emplace_back(fmt::format("figure_{:03}", k), 10 + k);
+    next.emplace_back(fmt::format("figure_{:03}", k), 2 * (10 + k));
+  }
+  Comparison c = compare_runs(runs_of("a", 12, base), runs_of("b", 12, next), {});
+  std::string text = comparison_text(c);
+  std::vector<std::string> lines = lines_of(text);
+  EXPECT_LE(lines.size(), kMaxTextLines) << text;
+  size_t shown = table_rows(text).size();
+  EXPECT_GT(shown, 20u);
+  EXPECT_NE(text.find(fmt::format("... and {} more that changed (--all shows them)", 300 - shown)), std::string::npos)
+      << text;
+  EXPECT_EQ(table_rows(comparison_text(c, {.all = true})).size(), 300u);
+}
+
+TEST(Compare, ValuesInTheirUnitsNeverInExponents) {
+  // Seconds: ns, us, ms, s; three digits; large ones grouped.
+  EXPECT_EQ(format_value(0, "seconds"), "0 s");
+  EXPECT_EQ(format_value(1.234, "seconds"), "1.23 s");
+  EXPECT_EQ(format_value(0.85, "seconds"), "850 ms");
+  EXPECT_EQ(format_value(42e-6, "seconds"), "42 us");
+  EXPECT_EQ(format_value(3.5e-9, "seconds"), "3.5 ns");
+  EXPECT_EQ(format_value(2e-12, "seconds"), "0.002 ns");
+  EXPECT_EQ(format_value(-0.0125, "seconds"), "-12.5 ms");
+  EXPECT_EQ(format_value(0.9999, "seconds"), "1 s");
+  EXPECT_EQ(format_value(123456.7, "seconds"), "123,457 s");
+  // Bytes: binary units, three digits.
+  EXPECT_EQ(format_value(512, "bytes"), "512 B");
+  EXPECT_EQ(format_value(2699264, "bytes"), "2.57 MiB");
+  EXPECT_EQ(format_value(3.44e7, "bytes"), "32.8 MiB");
+  EXPECT_EQ(format_value(1023.9 * 1024, "bytes"), "1 MiB");
+  EXPECT_EQ(format_value(-1536, "bytes"), "-1.5 KiB");
+  EXPECT_EQ(format_value(1e30, "bytes"), "867,361,737,988 EiB");
+  // Percent.
+  EXPECT_EQ(format_value(12.5, "percent"), "12.5 %");
+  EXPECT_EQ(format_value(100, "percent"), "100 %");
+  EXPECT_EQ(format_value(0.000123, "percent"), "0.000123 %");
+  // Counts: whole numbers as they are, grouped from five digits; fractions to three digits.
+  EXPECT_EQ(format_value(4821, ""), "4821");
+  EXPECT_EQ(format_value(34400000, ""), "34,400,000");
+  EXPECT_EQ(format_value(-12345, ""), "-12,345");
+  EXPECT_EQ(format_value(1e20, ""), "100,000,000,000,000,000,000");
+  EXPECT_EQ(format_value(1.8412, ""), "1.84");
+  EXPECT_EQ(format_value(0.9908, ""), "0.991");
+  EXPECT_EQ(format_value(12345.6, ""), "12,346");
+  EXPECT_EQ(format_value(1e-15, ""), "~0");
+  // Energy with SI prefixes; temperature.
+  EXPECT_EQ(format_value(0.0123, "joules"), "12.3 mJ");
+  EXPECT_EQ(format_value(45678, "joules"), "45.7 kJ");
+  EXPECT_EQ(format_value(67, "celsius"), "67 C");
+  // Signed changes in percent.
+  EXPECT_EQ(format_signed_percent(98.74), "+98.7 %");
+  EXPECT_EQ(format_signed_percent(-12), "-12.0 %");
+  EXPECT_EQ(format_signed_percent(2800), "+2800 %");
+  EXPECT_EQ(format_signed_percent(-123456), "-123,456 %");
+  EXPECT_EQ(format_signed_percent(1e25), "+10,000,000,000,000,000,905,969,664 %");
+  // No exponent anywhere, whatever the magnitude.
+  const std::regex exponent("[0-9][eE][+-]?[0-9]");
+  for (const char* unit : {"", "bytes", "seconds", "percent", "joules", "watts", "celsius"}) {
+    for (double v = 1e-300; v < 1e300; v *= 7.3) {
+      for (double s : {v, -v}) {
+        EXPECT_FALSE(std::regex_search(format_value(s, unit), exponent))
+            << s << " " << unit << ": " << format_value(s, unit);
+      }
+    }
+  }
+  for (double v = 1e-300; v < 1e300; v *= 7.3) EXPECT_FALSE(std::regex_search(format_signed_percent(v), exponent)) << v;
+}
+
+TEST(Compare, TextAndJsonHaveNoExponentsWithTinyPAndHugeValues) {
+  // 30 vs 30: p far below 1e-4; values of 1e20 and 1e-12.
+  Comparison c = compare_runs(runs_of("a", 30, {{"proc_huge", 1e20}, {"proc_tiny_seconds", 1e-12}}),
+                              runs_of("b", 30, {{"proc_huge", 3e20}, {"proc_tiny_seconds", 3e-12}}), {.alpha = 1e-6});
+  std::string text = comparison_text(c, {.all = true});
+  EXPECT_FALSE(std::regex_search(text, std::regex("[0-9]e[+-]?[0-9]"))) << text;
+  EXPECT_NE(text.find("<0.0001"), std::string::npos) << text;
+  EXPECT_NE(text.find("alpha 0.000001"), std::string::npos) << text;
+}
+
+// A recording written by perf-monitor (schema 3) with units in its header that differ from
+// what the names suggest: the header wins; without them, the names decide.
+TEST(Compare, UnitsFromTheHeaderWinOverTheName) {
+  const std::string summary =
+      R"({"type":"summary","mode":"run","duration_s":1.5,"proc_io_rchar":6477,"proc_count_seconds":7,)"
+      R"("proc_rss_bytes":{"min":1,"max":2},)"
+      R"("cpu":{"time_seconds":{"1":{"irq":0.25}},"other_bytes":{"x":3}},)"
+      R"("proc_runq_latency_seconds":{"count":4,"sum":0.002,"p50":0.000256,"bucket_base":1e-06,"buckets":[0,1,3]},)"
+      R"("odd_seconds":5})";
+  const std::string header =
+      R"({"type":"header","schema_version":3,"mode":"run","metrics":{)"
+      R"("proc_io_rchar":{"unit":"bytes","kind":"counter","help":"read() bytes"},)"
+      R"("proc_count_seconds":{"unit":"","kind":"counter","help":"a count, whatever its name says"},)"
+      R"("proc_rss_bytes":{"unit":"percent","kind":"gauge","help":"said to be a percent"},)"
+      R"("cpu.time_seconds":{"unit":"joules","kind":"counter","help":"said to be energy"},)"
+      R"("proc_runq_latency_seconds":{"unit":"bytes","kind":"histogram","help":"said to be bytes"},)"
+      R"("odd_seconds":{"unit":"furlongs","kind":"gauge","help":"a unit this perf-monitor does not know"}}})";
+  auto with = parse_recording(header + "\n" + summary + "\n", "with.jsonl");
+  ASSERT_TRUE(with) << with.error().message;
+  auto f = run_figures(*with);
+  ASSERT_TRUE(f) << f.error().message;
+  auto unit = [&](const std::string& figure) -> std::string {
+    auto it = f->units.find(figure);
+    return it == f->units.end() ? "(from the name)" : it->second;
+  };
+  EXPECT_EQ(unit("proc_io_rchar"), "bytes");
+  EXPECT_EQ(unit("proc_count_seconds"), "");
+  EXPECT_EQ(unit("proc_rss_bytes.max"), "percent");         // a flat key: its first name
+  EXPECT_EQ(unit("cpu.time_seconds.1.irq"), "joules");      // its first two names
+  EXPECT_EQ(unit("cpu.other_bytes.x"), "(from the name)");  // not described
+  EXPECT_EQ(unit("proc_runq_latency_seconds.p50"), "bytes");
+  EXPECT_EQ(unit("proc_runq_latency_seconds.mean"), "bytes");
+  EXPECT_EQ(unit("proc_runq_latency_seconds.count"), "");  // how many values, whatever their unit
+  EXPECT_EQ(unit("odd_seconds"), "(from the name)");
+  EXPECT_EQ(unit("duration_s"), "(from the name)");
+
+  // The rows take the header's units, else the name's.
+  std::vector<RunFigures> side(4, *f), other(4, *f);
+  Comparison c = compare_runs(side, other, {});
+  EXPECT_EQ(row(c, "proc_io_rchar").unit, "bytes");
+  EXPECT_EQ(row(c, "proc_count_seconds").unit, "");
+  EXPECT_EQ(row(c, "cpu.time_seconds.1.irq").unit, "joules");
+  EXPECT_EQ(row(c, "cpu.other_bytes.x").unit, "bytes");
+  EXPECT_EQ(row(c, "odd_seconds").unit, "seconds");
+  EXPECT_EQ(row(c, "duration_s").unit, "seconds");
+  std::string text = comparison_text(c, {.all = true});
+  EXPECT_NE(text.find("6.33 KiB"), std::string::npos) << text;  // 6477 bytes, not a count
+  EXPECT_NE(text.find("250 mJ"), std::string::npos) << text;
+
+  // Schema 2 (no "metrics" in the header), and a file without a header: the names decide.
+  for (const std::string& text2 : {R"({"type":"header","schema_version":2,"mode":"run"})"
+                                   "\n" +
+                                       summary + "\n",
+                                   summary + "\n"}) {
+    auto old = parse_recording(text2, "old.jsonl");
+    ASSERT_TRUE(old) << old.error().message;
+    auto g = run_figures(*old);
+    ASSERT_TRUE(g);
+    EXPECT_TRUE(g->units.empty());
+    Comparison d = compare_runs({*g, *g, *g, *g}, {*g, *g, *g, *g}, {});
+    EXPECT_EQ(row(d, "proc_io_rchar").unit, "");
+    EXPECT_EQ(row(d, "proc_count_seconds").unit, "seconds");
+    EXPECT_EQ(row(d, "cpu.time_seconds.1.irq").unit, "seconds");
+    EXPECT_EQ(row(d, "proc_runq_latency_seconds.p50").unit, "seconds");
+  }
 }
 
 TEST(Compare, UnitsFromTheName) {
