@@ -167,7 +167,7 @@ TEST_F(RunTest, FilePollFiguresBelongToTheIntervalTheyAreShownIn) {
     return numa.contains("used_bytes") ? numa["used_bytes"].begin()->get<double>() : NAN;
   };
   constexpr size_t kLen = 256 * 1024 * 1024;
-  constexpr int kCounted = 3, kMostCycles = 8;
+  constexpr int kCounted = 3, kMostCycles = 16;  // a loaded machine leaves fewer cycles that count
   int seen = 0, counted = 0;
   std::vector<void*> held;
   size_t k = next_record(0);
