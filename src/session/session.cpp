@@ -245,9 +245,11 @@ class Session {
 
   void tick() {
     read(Rhythm::kInterval);
-    // The tree and the counters are read on their own rhythm; when that is the interval, here
-    // in step.
-    if (tree_in_step_) read(Rhythm::kTree);
+    // The tree is read at every tick as well as on its own rhythm, so that an interval holds
+    // the tree's figures up to its end, not up to a reading a tree period before it (which
+    // moved that much into the next interval, and into a short last one all at once). The
+    // counters are read on their own rhythm; when that is the interval, here in step.
+    read(Rhythm::kTree);
     if (counters_in_step_) read(Rhythm::kCounters);
     if (poll_every_ticks_ > 0 && ++ticks_since_poll_ >= poll_every_ticks_) {
       ticks_since_poll_ = 0;
