@@ -294,21 +294,51 @@ TEST(ReportPage, ShortRunLeadsWithTheAnswer) {
     const box = document.getElementById('answer'), text = box ? box.innerText : '';
     const chart = t => { const e = PM.charts.find(c => c.title === t); if (!e) return null;
       const r = e.canvas.getBoundingClientRect(); return { bottom: r.bottom + window.scrollY, points: e.points, datasets: e.datasets }; };
-    return { text, top: box ? box.getBoundingClientRect().top + window.scrollY : -1, split: chart('time split'), timeline: chart('tree timeline') };
+    const r = box ? box.getBoundingClientRect() : null;
+    return { text, top: r ? r.top + window.scrollY : -1, bottom: r ? r.bottom + window.scrollY : -1,
+             split: chart('time split'), timeline: chart('tree timeline') };
   })())JS");
   std::string text = first["text"].get<std::string>();
   for (std::string want : {std::string("pm-workload cputime 1000"), std::string("exit status 0"), std::string("wall time"),
                            std::string("CPU"), std::string("peak memory")}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << " not in:\n" << text;
   }
+  EXPECT_GE(first["top"].get<double>(), 0) << "no answer box";
+  EXPECT_LE(first["bottom"].get<double>(), 900) << "the answer is below the first screen";
   ASSERT_TRUE(first["split"].is_object()) << first.dump();
   ASSERT_TRUE(first["timeline"].is_object()) << first.dump();
   EXPECT_LE(first["split"]["bottom"].get<double>(), 900) << "the time split is below the first screen";
   EXPECT_LE(first["timeline"]["bottom"].get<double>(), 900) << "the timeline is below the first screen";
   EXPECT_GE(first["timeline"]["points"].get<double>() / first["timeline"]["datasets"].get<double>(), 5);
   EXPECT_EQ(first["split"]["datasets"], 3);  // on CPU, run queue, blocked
+  // A health counter that stayed zero is nowhere on the page, not even in the warnings.
+  EXPECT_FALSE(c->eval("!!document.getElementById('warnings')").get<bool>());
+
+  // The same recording with ticks missed in one interval: the loss is said at the top, and the
+  // counter that saw it has its chart.
+  std::string lossy = base + "-lossy.jsonl", lossy_html = base + "-lossy.html";
+  {
+    std::ofstream out(lossy);
+    int n = 0;
+    for (Json rec : records) {
+      if (rec.value("type", "") == "interval" && ++n == 3) rec["self"]["missed_ticks"] = 4;
+      out << rec.dump() << "\n";
+    }
+  }
+  ASSERT_EQ(report({lossy, "-o", lossy_html}).exit_code, 0);
+  Checked page = check_page(*c, lossy, lossy_html, "short_run_lossy.png");
+  Json warn = c->eval(R"JS((() => { const w = document.getElementById('warnings');
+    return w ? { text: w.innerText, top: w.getBoundingClientRect().top + window.scrollY } : null; })())JS");
+  ASSERT_TRUE(warn.is_object()) << "no warning for the missed ticks";
+  EXPECT_NE(warn["text"].get<std::string>().find("missed ticks 4"), std::string::npos) << warn.dump();
+  EXPECT_LE(warn["top"].get<double>(), 850) << "the loss is not said on the first screen";
+  EXPECT_TRUE(std::any_of(page.titles.begin(), page.titles.end(),
+                          [](const std::string& t) { return t.find("missed") != std::string::npos || t.find("Missed") != std::string::npos; }))
+      << "no chart for the missed ticks";
   std::filesystem::remove(jsonl);
   std::filesystem::remove(html);
+  std::filesystem::remove(lossy);
+  std::filesystem::remove(lossy_html);
 }
 
 TEST(ReportPage, LiveModeRecording) {
