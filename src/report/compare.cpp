@@ -196,6 +196,14 @@ size_t command_rank(const std::string& figure) {
   return std::size(kOrder);
 }
 
+// The monitor's own bookkeeping: how long each counter was enabled and running (the run's
+// length, once per counter), perf-monitor's own figures. They follow the run, not the command's
+// work: folded like an unchanged figure, whatever their test says.
+bool is_bookkeeping(const std::string& figure) {
+  return figure.starts_with("pmc.enabled_seconds.") || figure.starts_with("pmc.running_seconds.") ||
+         figure.starts_with("self.");
+}
+
 // How big the change is, for the order: the shift (or the medians' change) as a share of the
 // base; a change from zero, which has none, after those that have one.
 double effect_of(const FigureRow& r) {
@@ -212,7 +220,8 @@ void lead_with_what_changed(Comparison& c) {
   for (FigureRow& r : c.rows) {
     r.command = is_command_figure(r.figure);
     bool big_enough = !r.shift_percent || std::fabs(*r.shift_percent) >= c.options.min_effect_percent;
-    r.folded = !(r.significant || (r.verdict == "no verdict (one run per side)" && big_enough));
+    r.folded = !(r.significant || (r.verdict == "no verdict (one run per side)" && big_enough)) ||
+               is_bookkeeping(r.figure);
   }
   struct Key {
     bool other, not_significant;
@@ -538,12 +547,14 @@ std::string comparison_text(const Comparison& c, const TextOptions& t) {
   for (const std::string& w : c.warnings) head.push_back("warning: " + w);
 
   // The closing lines: how many differ, what is folded, the gate's decision.
-  size_t sig = 0, constant = 0, no_change = 0, small = 0, too_few = 0, one_side = 0, leading = 0;
+  size_t sig = 0, constant = 0, no_change = 0, small = 0, too_few = 0, one_side = 0, bookkeeping = 0, leading = 0;
   for (const FigureRow& r : c.rows) {
     sig += r.significant ? 1 : 0;
     leading += r.folded ? 0 : 1;
     if (!r.folded) continue;
-    if (r.verdict == "same in every run") {
+    if (is_bookkeeping(r.figure)) {
+      ++bookkeeping;
+    } else if (r.verdict == "same in every run") {
       ++constant;
     } else if (r.verdict == "too few runs") {
       ++too_few;
@@ -586,6 +597,7 @@ std::string comparison_text(const Comparison& c, const TextOptions& t) {
     if (small > 0) parts.push_back(fmt::format("{} below --min-effect", small));
     if (too_few > 0) parts.push_back(fmt::format("{} with too few runs to decide", too_few));
     if (one_side > 0) parts.push_back(fmt::format("{} in one side only", one_side));
+    if (bookkeeping > 0) parts.push_back(fmt::format("{} counters' and perf-monitor's own time", bookkeeping));
     tail.push_back(fmt::format("{}: {} figure{}: {}{}", too_few > 0 ? "undecided or unchanged" : "unchanged", folded,
                                folded == 1 ? "" : "s", fmt::join(parts, ", "), t.all ? "" : " (--all shows them)"));
   }

@@ -70,7 +70,8 @@ struct FigureRow {
   std::string verdict;
   bool command = false;  // one of the command's own figures (the summary's flat proc_* keys, duration_s)
   // Left out of the text and the page's leading table by default: the same in every run, no
-  // significant change, below --min-effect, too few runs, or in one side only.
+  // significant change, below --min-effect, too few runs, in one side only, or the monitor's
+  // own bookkeeping (how long each counter ran).
   bool folded = false;
 };
 

@@ -158,6 +158,13 @@ TEST(CompareRuns, TheTextLeadsWithTheCommandsCpuTime) {
   Outcome plain = compare(a, b, {});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_LE(lines_of(plain.out).size(), 40u) << plain.out;
+  // Whatever the correction leaves significant, the command's CPU time leads what is shown.
+  auto plain_rows = table_rows(plain.out);
+  if (!plain_rows.empty()) {
+    EXPECT_TRUE(kCpu.contains(plain_rows[0].first)) << plain.out;
+  }
+  // The counters' own time follows the run's length: never a leading row.
+  for (const auto& [figure, line] : rows) EXPECT_FALSE(figure.starts_with("pmc.enabled_seconds")) << line;
   EXPECT_FALSE(std::regex_search(plain.out, exponent)) << plain.out;
   EXPECT_EQ(plain.err.find("timeline"), std::string::npos) << plain.err;
 

@@ -105,6 +105,15 @@ PM.describe = function (path) {
   return PM.object(m !== undefined ? m : PM.own(PM.metrics, String(path[0])));
 };
 PM.words = name => String(name).replace(/_/g, ' ');
+// A record's section as a heading in words (an unknown one: its name in words).
+PM.kSectionTitles = {
+  process_tree: 'The command\'s process tree', pmc: 'Performance counters', scheduler: 'Scheduler',
+  block_io: 'Block I/O', memory: 'Memory', numa: 'NUMA nodes', thermal: 'Thermal zones',
+  pressure: 'Pressure stalls (PSI)', cpu: 'CPU time', cgroup: 'The cgroup', top: 'Top lists',
+  self: 'perf-monitor itself', probe: 'Probed functions', energy: 'Energy', powercap: 'Energy (powercap)',
+};
+PM.sectionTitle = name => Object.hasOwn(PM.kSectionTitles, name) ? PM.kSectionTitles[name]
+  : PM.words(name).replace(/^./, c => c.toUpperCase());
 // A chart's title in words: the metric's description, else its name in words and its section
 // ("enabled seconds (pmc)"), never a JSON path.
 PM.title = function (path) {
@@ -172,13 +181,17 @@ PM.fmt = function (v, unit, long = false) {
 };
 // A step for elapsed-time ticks: whole seconds, minutes or hours, at most `max` ticks.
 PM.timeStep = function (total, max = 8) {
-  for (const s of [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400]) if (total / s <= max) return s;
+  for (const s of [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400]) if (total / s <= max) return s;
   return Math.ceil(total / max / 86400) * 86400;
 };
+// Elapsed time as a clock (m:ss, h:mm:ss), with tenths where the time has them (a short run's
+// ticks every 0.2 s read 0:00.2, 0:00.4, never 0:00, 0:00).
 PM.elapsed = function (s) {
-  const t = Math.round(s), h = Math.floor(t / 3600), m = Math.floor(t / 60) % 60, sec = t % 60;
+  const tenths = Math.round(s * 10), t = Math.floor(tenths / 10), frac = tenths % 10;
+  const h = Math.floor(t / 3600), m = Math.floor(t / 60) % 60, sec = t % 60;
   const two = x => String(x).padStart(2, '0');
-  return h ? `${h}:${two(m)}:${two(sec)}` : `${m}:${two(sec)}`;
+  const secs = two(sec) + (frac ? '.' + frac : '');
+  return h ? `${h}:${two(m)}:${secs}` : `${m}:${secs}`;
 };
 // Bucket i of a log2 histogram counts values below base * 2^i.
 PM.bucketLabel = (base, i, unit) => '< ' + PM.fmt(base * 2 ** i, unit);

@@ -75,7 +75,7 @@ PM.renderAnswer = function (main, data, all, n, x, clock) {
       ['peak memory', Number.isFinite(num('proc_rss_max')) ? `RSS ${PM.bytes(num('proc_rss_max'))}` + (Number.isFinite(num('proc_pss_max')) ? `, PSS ${PM.bytes(num('proc_pss_max'))}` : '') : 'n/a'],
       ['storage I/O', Number.isFinite(num('proc_io_read_bytes')) ? `read ${PM.bytes(num('proc_io_read_bytes'))}, written ${PM.bytes(num('proc_io_write_bytes'))}` : 'n/a'],
       ['processes', Number.isFinite(num('proc_processes_seen_max')) ? `${PM.num(num('proc_processes_seen_max'))} seen, at most ${PM.num(num('proc_processes_max'))} at once` : 'n/a'],
-    ].map(([k, v]) => ({ cells: [PM.el('th', { text: k }), v] })), 'answer-table'));
+    ].concat(PM.probeAnswer(s)).map(([k, v]) => ({ cells: [PM.el('th', { text: k }), v] })), 'answer-table'));
   main.append(box);
   if (data.warnings.length) {
     main.append(PM.el('div', { class: 'warnings', id: 'warnings' }, PM.el('strong', { text: 'Read with warnings' }),
@@ -101,6 +101,28 @@ PM.renderAnswer = function (main, data, all, n, x, clock) {
   if (n > 0 && series.length) {
     PM.timeChart(PM.card(cards, 'The tree\'s tasks over time: on a CPU, waiting, blocked (tasks on average)'), 'tree timeline', x, series, '', { stacked: true, clock });
   }
+};
+// The probed functions in the answer: the three that took longest in all, each with its calls,
+// mean and longest call and where its time went; then the slowest request.
+PM.probeAnswer = function (s) {
+  const p = s.probe && typeof s.probe === 'object' ? s.probe : null;
+  if (!p || !p.calls || typeof p.calls !== 'object') return [];
+  const of = (k, f) => p[k] && typeof p[k][f] === 'number' ? p[k][f] : NaN;
+  const rows = Object.keys(p.calls).map(f => {
+    const lat = p.latency_seconds && p.latency_seconds[f] || {}, calls = Number(p.calls[f]);
+    return { f, calls, sum: typeof lat.sum === 'number' ? lat.sum : NaN, max: p.latency_max_seconds && p.latency_max_seconds[f] ? p.latency_max_seconds[f].max : NaN };
+  }).filter(r => r.calls > 0).sort((a, b) => (b.sum || 0) - (a.sum || 0)).slice(0, 3);
+  const split = (on, rq, bl) => `on CPU ${PM.seconds(on)}, run queue ${PM.seconds(rq)}, blocked ${PM.seconds(bl)}`;
+  const out = rows.map((r, i) => [i === 0 ? 'probed functions' : '',
+    `${r.f}: ${PM.num(r.calls)} call${r.calls === 1 ? '' : 's'}, mean ${PM.seconds(r.sum / r.calls)}, longest ${PM.seconds(r.max)} ` +
+    `(${split(of('on_cpu_seconds', r.f), of('runq_seconds', r.f), of('blocked_seconds', r.f))})`]);
+  const slow = Array.isArray(s.slowest_requests) ? s.slowest_requests[0] : null;
+  if (slow && typeof slow === 'object') {
+    const id = slow.request_id !== undefined ? `, request ${slow.request_id}` : '';
+    out.push(['slowest request', `${slow.function}${id}: ${PM.seconds(Number(slow.latency_s))} ` +
+      `(${split(Number(slow.on_cpu_s), Number(slow.runq_s), Number(slow.blocked_s))})`]);
+  }
+  return out;
 };
 // A command's word as a shell needs it: quoted where it holds anything but safe characters.
 PM.shellWord = w => /^[A-Za-z0-9_\/.,:=@%+-]+$/.test(String(w)) ? String(w) : `'${String(w).replace(/'/g, `'\\''`)}'`;
@@ -348,7 +370,7 @@ PM.renderSections = function (main, all, n, x, clock) {
       return !count || PM.total(count, n) > 0;
     });
     if (!moving.length && !hists.length && !unchanged.length) continue;
-    const h2 = PM.el('h2', { text: name, id: 'section-' + name });
+    const h2 = PM.el('h2', { text: PM.sectionTitle(name), id: 'section-' + name });
     const cards = PM.el('div', { class: 'cards' });
     main.append(h2, cards);
     for (const [metric, series] of moving) PM.metricCharts(cards, name, metric, series, n, x, clock);
