@@ -167,7 +167,10 @@ TEST_F(RunTest, FilePollFiguresBelongToTheIntervalTheyAreShownIn) {
     return numa.contains("used_bytes") ? numa["used_bytes"].begin()->get<double>() : NAN;
   };
   constexpr size_t kLen = 256 * 1024 * 1024;
-  constexpr int kCounted = 3, kMostCycles = 16;  // a loaded machine leaves fewer cycles that count
+  // A loaded machine leaves fewer cycles that count, and other tests free memory in some of
+  // them (a package build's linker, a test's children): a majority of 5 must see the touch. A
+  // poll a record late sees it in none.
+  constexpr int kCounted = 5, kMostCycles = 20;
   int seen = 0, counted = 0;
   std::vector<void*> held;
   size_t k = next_record(0);
@@ -197,8 +200,8 @@ TEST_F(RunTest, FilePollFiguresBelongToTheIntervalTheyAreShownIn) {
   pm.stop(SIGINT);
   for (void* p : held) ::munmap(p, kLen);
   ::unlink(cfg.c_str());
-  ASSERT_GE(counted, 2) << "the touching ended too close to the next record in most cycles:" << said;
-  EXPECT_GE(seen, counted - 1) << "the records just after touching 256 MiB showed:" << said;
+  ASSERT_GE(counted, 3) << "the touching ended too close to the next record in most cycles:" << said;
+  EXPECT_GT(2 * seen, counted) << "the records just after touching 256 MiB showed:" << said;
 }
 
 TEST_F(RunTest, SigintStillPrintsTheSummary) {
