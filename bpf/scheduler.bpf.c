@@ -350,7 +350,6 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
   __u64 wait = now - queued;
   __u32 b = PM_BUCKET(log2_bucket(in_hist_units(wait)), PM_RUNQ_BUCKETS);
   if (c) {
-    c->runq_count++;
     c->runq_ns += wait;
     c->runq_hist[b]++;
   }
@@ -358,7 +357,6 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
     struct pm_tree_stats *s = tree_stats();
     if (s) {
       s->runq_ns += wait;
-      s->runq_count++;
       s->runq_hist[b]++;
     }
   }

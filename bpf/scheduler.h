@@ -18,18 +18,16 @@ struct pm_sched_counters {
   __u64 involuntary;  /* the previous task was preempted while runnable */
   __u64 wakeups;      /* sched_wakeup (every wakeup of a sleeping task, also one that had not
                          left the CPU yet) and sched_wakeup_new */
-  __u64 runq_count;   /* run-queue waits measured (sum of runq_hist): every switch-in of a
-                         task stamped runnable since it last ran (woken, new, or switched out
-                         still runnable) */
-  __u64 runq_ns;      /* their total wall-clock time (bpf_ktime_get_ns), for the mean */
-  __u64 runq_hist[PM_RUNQ_BUCKETS];
+  __u64 runq_ns;      /* the total wall-clock time (bpf_ktime_get_ns) of the run-queue waits
+                         measured: every switch-in of a task stamped runnable since it last
+                         ran (woken, new, or switched out still runnable) */
+  __u64 runq_hist[PM_RUNQ_BUCKETS]; /* their count, by log2 bucket (the sum is the count) */
 };
 
 /* The target tree's share, one slot per CPU: what only the scheduler's hooks see (wakeups, each
  * run-queue wait), and the tree's comings and goings (tree.h). */
 struct pm_tree_stats {
   __u64 wakeups;     /* its tasks woken */
-  __u64 runq_count;
   __u64 runq_ns;
   __u64 runq_hist[PM_RUNQ_BUCKETS];
   struct pm_tree_totals totals;
