@@ -21,7 +21,7 @@
 
 #include "core/error.h"
 #include "core/event_loop.h"
-#include "sinks/sink.h"
+#include "core/run_info.h"
 
 namespace pm {
 
@@ -58,7 +58,6 @@ class Target {
   // threads (attach), whether counting starts at exec (run), and the executable (USDT probes).
   [[nodiscard]] const std::vector<int>& roots() const { return roots_; }
   [[nodiscard]] std::vector<int> threads() const;
-  [[nodiscard]] bool starts_at_exec() const { return spec_.mode == Mode::kRun; }
   [[nodiscard]] std::string executable() const;
   // --cgroup: its directory; its id in the v2 hierarchy, also run's own cgroup's (the kernel
   // follows its tasks, also those that join later; 0 when there is none).

@@ -25,7 +25,7 @@ namespace pm {
 // What the session says about itself, exported as perf-monitor's self metrics. Counts are
 // running totals kept by the session (never reset).
 struct SessionStatus {
-  std::string mode;                      // "system", "run" or "attach"
+  std::string mode;                      // "system", "run", "attach" or "cgroup"
   std::vector<std::string> running;      // sources that started
   std::vector<Unavailable> unavailable;  // sources (and counter events) that could not, and why
   uint64_t missed_ticks = 0;             // timer expirations the loop served late

@@ -146,7 +146,7 @@ void append_histogram(std::string& out, std::string_view name, const IntervalVal
 }
 
 void append_self(std::string& out, const SessionStatus& s, double render_seconds) {
-  append_header(out, "perf_monitor_build_info", "perf-monitor's version and mode (system, run or attach); always 1",
+  append_header(out, "perf_monitor_build_info", "perf-monitor's version and mode (system, run, attach or cgroup); always 1",
                 "gauge");
   Labels info{{"version", PERF_MONITOR_VERSION}, {"mode", s.mode}};
   append_sample(out, "perf_monitor_build_info", "", info, 1);

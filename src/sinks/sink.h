@@ -13,37 +13,10 @@
 #include "core/output.h"
 #include "core/host.h"
 #include "core/source.h"
+#include "core/run_info.h"
 #include "core/span.h"
 
 namespace pm {
-
-// What the run summary says about the monitored target, besides its metrics.
-struct RunInfo {
-  std::string mode;                  // "system", "run" or "attach"
-  std::vector<std::string> command;  // run
-  int pid = 0;                       // run and attach
-  std::optional<int> exit_code;      // run: the command's status (128+signal when killed)
-  std::optional<int> signal;         // run: the signal that killed the command
-  std::string end_reason;            // "exited", "interrupted", "duration"
-  uint64_t missed_ticks = 0;         // timer expirations the loop served late
-  uint64_t proc_event_overruns = 0;  // fork/exit notifications the kernel dropped
-  std::vector<Span> slowest_requests;  // probes: the slowest spans with their own request ID
-};
-
-// What is known when monitoring starts: the machine, the target, the rhythm.
-struct RunHeader {
-  std::string mode;                  // "system", "run" or "attach"
-  std::vector<std::string> command;  // run
-  int pid = 0;                       // run (once started) and attach
-  HostInfo host;
-  double interval_s = 0;
-  WallClock::time_point start;
-  std::vector<Unavailable> unavailable;  // the sources that could not start
-  // The metrics known at the start (the first reading's, and the ratios the core derives), in
-  // their sources' order: JSON describes them in the header (a metric that appears later is
-  // described in a "metrics" record before the first record that holds it).
-  std::vector<const MetricDesc*> metrics;
-};
 
 class Sink {
  public:

@@ -107,7 +107,6 @@ struct SchedulerSource::Impl {
 SchedulerSource::SchedulerSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SchedulerSource::~SchedulerSource() = default;
 
-const char* SchedulerSource::attach_mode() const { return impl_->object->btf() ? "tp_btf" : "raw_tp"; }
 
 std::unique_ptr<SchedulerSource> make_scheduler_source(std::shared_ptr<SchedObject> object, uint64_t hist_unit_ns) {
   auto impl = std::make_unique<SchedulerSource::Impl>();

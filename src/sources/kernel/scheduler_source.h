@@ -27,8 +27,6 @@ class SchedulerSource final : public Source {
   ~SchedulerSource() override;
   [[nodiscard]] std::string_view name() const override { return "scheduler"; }
   void collect(Samples& out) override;
-  // Which attachment is in use: "tp_btf" or "raw_tp".
-  [[nodiscard]] const char* attach_mode() const;
 
   struct Impl;
   explicit SchedulerSource(std::unique_ptr<Impl> impl);

@@ -22,7 +22,7 @@
 #include "core/text.h"
 #include "core/text_layout.h"
 #include "scheduler.h"
-#include "sinks/top_table.h"
+#include "core/text.h"
 #include "sources/top/cgroup_files.h"
 #include "sources/top/proc_top_source.h"
 
@@ -338,7 +338,7 @@ Result<std::unique_ptr<TopSource>> TopSource::create(std::shared_ptr<SchedObject
   return src;
 }
 
-uint64_t monotonic_ns() {
+static uint64_t monotonic_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);

@@ -35,7 +35,6 @@ class KernelTree final : public TreeSource {
   [[nodiscard]] std::vector<int> pids() override;
   void settle() override;
   [[nodiscard]] std::string denied() const override { return pss_.denied(); }
-  [[nodiscard]] std::string_view method() const override { return "kernel per-task accounting (eBPF)"; }
   // Adds processes to the tree (attach: ones found after the first seeding).
   Result<size_t> add(const std::vector<int>& tgids);
 

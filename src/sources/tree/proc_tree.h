@@ -38,7 +38,6 @@ class ProcTree final : public TreeSource {
   void on_reaping(int pid) override;
   void on_reaped(int pid, const Reaped& usage) override;
   [[nodiscard]] std::string denied() const override;
-  [[nodiscard]] std::string_view method() const override { return "/proc sampling"; }
 
   // Adds a process (and, on the next walk, its descendants). False when it is not readable.
   bool add_root(int pid);

@@ -71,8 +71,6 @@ class TreeSource : public Source {
   virtual void settle() {}
   // Why some figures are left out (files we may not read), empty when none are.
   [[nodiscard]] virtual std::string denied() const { return {}; }
-  // How the figures are obtained, for `list` and the summary ("kernel" or "/proc").
-  [[nodiscard]] virtual std::string_view method() const = 0;
   // Fork/exit notifications read and dropped (the /proc fallback's proc connector), if any.
   struct Notifications {
     uint64_t read = 0, lost = 0;
