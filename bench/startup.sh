@@ -11,7 +11,7 @@ build=${1:-build}
 runs=${2:-20}
 pm="$(realpath "$build/perf-monitor")"
 cases=(
-  "$pm run -q -- true"
+  "$pm run -- true"
   "$pm list"
   "perf stat -e task-clock -- true"
   "bpftrace -q -e 'tracepoint:sched:sched_switch { @n = count(); }' -c /usr/bin/true"
