@@ -125,11 +125,7 @@ struct ProcTopSource::State {
   };
   std::map<Key, Process> processes;
   std::map<Key, Task> tasks;
-  struct CpuStat {
-    double usage = 0;
-    uint64_t reading = 0;
-  };
-  std::map<std::string, CpuStat> cpu_stat_last;
+  CgroupFiles cgroup_files;  // the rows' own files, kept open
   ProcDetails details;
   FileReader reader;
   double tick_s = 1.0 / static_cast<double>(::sysconf(_SC_CLK_TCK));
@@ -366,22 +362,7 @@ void ProcTopSource::collect(Samples& /*out*/) {
     ++c.processes;
     c.f.add(r.f);
   }
-  for (auto& [path, c] : cgroups) {
-    std::string cdir = s.mount + (path == "/" ? "" : path);
-    if (auto text = s.reader.read(cdir + "/cpu.stat")) {
-      if (auto usage = cpu_stat_usage_s(*text)) {
-        State::CpuStat& last = s.cpu_stat_last[path];
-        if (last.reading + 1 == s.readings) c.cpu_stat_s = std::max(0.0, *usage - last.usage);
-        last = {*usage, s.readings};
-      }
-    }
-    if (auto t = s.reader.read(cdir + "/cpu.pressure")) c.cpu_pressure_pct = pressure_avg10(*t);
-    if (auto t = s.reader.read(cdir + "/io.pressure")) c.io_pressure_pct = pressure_avg10(*t);
-    if (auto t = s.reader.read(cdir + "/memory.pressure")) c.memory_pressure_pct = pressure_avg10(*t);
-  }
-  for (auto it = s.cpu_stat_last.begin(); it != s.cpu_stat_last.end();) {
-    it = it->second.reading != s.readings ? s.cpu_stat_last.erase(it) : std::next(it);
-  }
+  s.cgroup_files.read(s.mount, cgroups);
 
   auto by_key = [&](const auto& a, const auto& b) { return a.f.key(opts_.sort) > b.f.key(opts_.sort); };
   auto cut = [&](auto& list) {

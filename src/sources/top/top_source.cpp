@@ -285,12 +285,7 @@ struct TopSource::State {
     double user = 0, system = 0;
   };
   std::map<std::string, Row> cgroup_rows, group_rows;
-  // cgroup path -> cpu.stat usage at a reading, and which reading (a delta only from the one before).
-  struct CpuStat {
-    double usage = 0;
-    uint64_t reading = 0;
-  };
-  std::map<std::string, CpuStat> cpu_stat_last;
+  CgroupFiles cgroup_files;  // the rows' own files, kept open
   // Run-queue latency: per cgroup id, the kernel's running totals at the last reading; per row,
   // running sums of the ids' increases (monotonic: a removed cgroup takes nothing back).
   struct Runq {
@@ -579,30 +574,9 @@ void TopSource::collect(Samples& out) {
     }
   }
 
-  // The cgroups' own files. cpu.stat's increase only over this interval: from the reading just
-  // before (a row absent meanwhile has no figure this time).
-  const std::string& mount = s.names.mount();
-  for (auto& [path, c] : cgroups) {
-    std::string dir = mount + (path == "/" ? "" : path);
-    auto text = s.reader.read(dir + "/cpu.stat");
-    if (!text && ::access(dir.c_str(), F_OK) != 0) {
-      c.removed = true;  // its tasks ended and it was removed since: no file of its own to read
-      continue;
-    }
-    if (text) {
-      if (auto usage = cpu_stat_usage_s(*text)) {
-        State::CpuStat& last = s.cpu_stat_last[path];
-        if (last.reading + 1 == s.readings) c.cpu_stat_s = std::max(0.0, *usage - last.usage);
-        last = {*usage, s.readings};
-      }
-    }
-    if (auto t = s.reader.read(dir + "/cpu.pressure")) c.cpu_pressure_pct = pressure_avg10(*t);
-    if (auto t = s.reader.read(dir + "/io.pressure")) c.io_pressure_pct = pressure_avg10(*t);
-    if (auto t = s.reader.read(dir + "/memory.pressure")) c.memory_pressure_pct = pressure_avg10(*t);
-  }
-  for (auto it = s.cpu_stat_last.begin(); it != s.cpu_stat_last.end();) {
-    it = it->second.reading != s.readings ? s.cpu_stat_last.erase(it) : std::next(it);
-  }
+  // The cgroups' own files (kept open): cpu.stat's increase only over this interval, from the
+  // reading just before (a row absent meanwhile has no figure this time).
+  s.cgroup_files.read(s.names.mount(), cgroups);
 
   // Run-queue latency per cgroup: the kernel keeps it per cgroup (a slot each, while slots last),
   // a row is its cgroup and, at the depth limit, its descendants. Per id, the increase since the

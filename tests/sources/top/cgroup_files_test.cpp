@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// A cgroup row's own files on a hierarchy the test writes: cpu.stat's increase between two
+// readings, the pressure files' some avg10, nothing for a row that skipped a reading, a row whose
+// directory is gone marked removed, and files read again in place (the same fds) when they change.
+#include "sources/top/cgroup_files.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace pm {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CgroupFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("pm-cgroup-files-" + std::to_string(::getpid()));
+    fs::create_directories(root_ / "a");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  // Written in place (truncated, not replaced), as the kernel's files change under an open fd.
+  void write(const std::string& cgroup, const std::string& file, const std::string& text) {
+    std::ofstream(root_ / cgroup / file, std::ios::trunc) << text;
+  }
+  void usage(const std::string& cgroup, uint64_t usec) {
+    write(cgroup, "cpu.stat", "usage_usec " + std::to_string(usec) + "\nuser_usec 0\nsystem_usec 0\n");
+  }
+  void pressure(const std::string& cgroup, const std::string& file, const std::string& avg10) {
+    write(cgroup, file, "some avg10=" + avg10 + " avg60=0.00 avg300=0.00 total=12\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=3\n");
+  }
+  std::map<std::string, TopCgroup> rows(std::initializer_list<const char*> paths) {
+    std::map<std::string, TopCgroup> out;
+    for (const char* p : paths) out[p].path = p;
+    return out;
+  }
+  fs::path root_;
+};
+
+TEST_F(CgroupFilesTest, UsageIncreaseAndPressureFromFilesKeptOpen) {
+  usage("a", 1'000'000);
+  pressure("a", "cpu.pressure", "1.50");
+  pressure("a", "io.pressure", "0.25");
+  pressure("a", "memory.pressure", "0.00");
+  CgroupFiles files;
+  auto r = rows({"/a"});
+  files.read(root_.string(), r);
+  EXPECT_FALSE(r["/a"].cpu_stat_s) << "no increase without a reading before";
+  EXPECT_DOUBLE_EQ(r["/a"].cpu_pressure_pct.value_or(-1), 1.5);
+  EXPECT_DOUBLE_EQ(r["/a"].io_pressure_pct.value_or(-1), 0.25);
+  EXPECT_DOUBLE_EQ(r["/a"].memory_pressure_pct.value_or(-1), 0.0);
+  EXPECT_FALSE(r["/a"].removed);
+
+  usage("a", 1'750'000);
+  pressure("a", "cpu.pressure", "7.00");
+  r = rows({"/a"});
+  files.read(root_.string(), r);
+  EXPECT_DOUBLE_EQ(r["/a"].cpu_stat_s.value_or(-1), 0.75);
+  EXPECT_DOUBLE_EQ(r["/a"].cpu_pressure_pct.value_or(-1), 7.0);
+}
+
+TEST_F(CgroupFilesTest, ARowThatSkippedAReadingHasNoIncrease) {
+  fs::create_directories(root_ / "b");
+  usage("a", 10);
+  usage("b", 10);
+  CgroupFiles files;
+  auto r = rows({"/a", "/b"});
+  files.read(root_.string(), r);
+  usage("b", 2'000'010);
+  r = rows({"/a"});  // /b has no row this time: its files are closed
+  files.read(root_.string(), r);
+  r = rows({"/a", "/b"});
+  files.read(root_.string(), r);
+  EXPECT_FALSE(r["/b"].cpu_stat_s) << "the 2 s were not this interval's";
+  EXPECT_DOUBLE_EQ(r["/a"].cpu_stat_s.value_or(-1), 0);
+}
+
+TEST_F(CgroupFilesTest, AGoneDirectoryIsRemovedAndMissingFilesAreAbsent) {
+  CgroupFiles files;
+  auto r = rows({"/a", "/gone"});
+  files.read(root_.string(), r);  // /a has no files at all
+  EXPECT_TRUE(r["/gone"].removed);
+  EXPECT_FALSE(r["/a"].removed);
+  EXPECT_FALSE(r["/a"].cpu_stat_s);
+  EXPECT_FALSE(r["/a"].cpu_pressure_pct);
+}
+
+TEST_F(CgroupFilesTest, MalformedFilesGiveNoFigure) {
+  write("a", "cpu.stat", "usage_usec lots\n");
+  write("a", "cpu.pressure", "some avg10=\n");
+  CgroupFiles files;
+  auto r = rows({"/a"});
+  files.read(root_.string(), r);
+  r = rows({"/a"});
+  files.read(root_.string(), r);
+  EXPECT_FALSE(r["/a"].cpu_stat_s);
+  EXPECT_FALSE(r["/a"].cpu_pressure_pct);
+}
+
+}  // namespace
+}  // namespace pm
