@@ -27,7 +27,10 @@ void ProcDetails::fill(TopProcess& row, uint64_t start, bool with_command) {
   if (auto text =
           row.state == 0 ? reader_.read(task + "/stat") : Result<std::string_view>(make_error(Errc::kNotFound, ""))) {
     if (auto st = parse_task_stat(*text)) {
-      row.state = st->state;
+      // A task on its way out (PF_EXITING) still says R or S for a moment after its memory has
+      // gone: it is shown as ended (X), since nothing of it is left to read but its last figures.
+      constexpr uint64_t kExiting = 0x00000004;
+      row.state = (st->flags & kExiting) != 0 ? 'X' : st->state;
       row.nice = st->nice;
       if (row.ppid == 0) row.ppid = st->ppid;
     }

@@ -164,6 +164,24 @@ TEST(ProcTopSource, DeltasPerPidAndStartTimeNeverNegativeOnReuse) {
   EXPECT_FALSE(top.cgroups[0].runq_read);
 }
 
+// A task past exit_mm() still says R in its stat, with no memory left to read: PF_EXITING in
+// its flags shows it as ended (X), never as a running row with n/a.
+TEST(ProcDetails, ATaskOnItsWayOutIsShownAsEnded) {
+  FakeProc proc;
+  proc.process(100, 5, 1, 1, 0, std::string("leaving\0", 8));
+  proc.process(200, 5, 1, 1, 0, std::string("staying\0", 8));
+  std::ofstream(fs::path(proc.path()) / "100" / "stat")
+      << "100 (worker) R 1 1 1 0 -1 4194308 10 0 0 0 1 0 0 0 20 0 1 0 5 1000 100 0\n";
+  ProcDetails details(proc.path());
+  TopProcess leaving, staying;
+  leaving.pid = 100;
+  staying.pid = 200;
+  details.fill(leaving, 5);
+  details.fill(staying, 5);
+  EXPECT_EQ(leaving.state, 'X');
+  EXPECT_EQ(staying.state, 'R');
+}
+
 // This machine's own /proc: the test process itself is a row, with its user and command line.
 TEST(ProcTopSource, ThisProcessFromTheRealProc) {
   ProcTopOptions o;
