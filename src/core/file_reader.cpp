@@ -17,7 +17,10 @@ Result<std::string_view> FileReader::read(const char* path) {
   return reread(fd.get(), path);
 }
 
-Result<std::string_view> FileReader::reread(int fd, const char* what) {
+Result<std::string_view> FileReader::reread(int fd, const char* what) { return reread(fd, what, false); }
+Result<std::string_view> FileReader::reread_record(int fd, const char* what) { return reread(fd, what, true); }
+
+Result<std::string_view> FileReader::reread(int fd, const char* what, bool one_record) {
   size_t len = 0;
   for (;;) {
     if (len == buf_.size()) buf_.resize(buf_.size() * 2);
@@ -28,7 +31,9 @@ Result<std::string_view> FileReader::reread(int fd, const char* what) {
       return Error::from_errno(errno, what);
     }
     if (n == 0) break;
+    const bool short_read = static_cast<size_t>(n) < buf_.size() - len;
     len += static_cast<size_t>(n);
+    if (one_record && short_read) break;
   }
   return std::string_view(buf_.data(), len);
 }

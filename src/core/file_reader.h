@@ -20,8 +20,14 @@ class FileReader {
   // and open/close of every pass; an fd of /proc/PID/... fails (ESRCH) once the process is gone,
   // even if its PID is reused.
   Result<std::string_view> reread(int fd, const char* what);
+  // The same for a file the kernel generates as one record (single_open in procfs, a cgroup's
+  // cpu.stat or pressure): one read gives all of it when it fits, so a read shorter than asked
+  // is the end, and no second read makes the kernel generate the file again to say so. (Not for
+  // files of many records, such as /proc/vmstat: there a read stops at a page.)
+  Result<std::string_view> reread_record(int fd, const char* what);
 
  private:
+  Result<std::string_view> reread(int fd, const char* what, bool one_record);
   std::string buf_ = std::string(4096, '\0');
 };
 

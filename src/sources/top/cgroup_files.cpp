@@ -34,7 +34,7 @@ bool CgroupFiles::open(const std::string& dir, Open& f) {
 // The fuzzed /proc/pressure parser: a cgroup's pressure files have the same lines.
 std::optional<double> CgroupFiles::avg10(const UniqueFd& fd) {
   if (!fd) return std::nullopt;
-  auto text = reader_.reread(fd.get(), "pressure");
+  auto text = reader_.reread_record(fd.get(), "pressure");
   if (!text) return std::nullopt;
   auto p = procfs::parse_pressure(*text);
   if (!p) return std::nullopt;
@@ -58,7 +58,7 @@ void CgroupFiles::read(const std::string& mount, std::map<std::string, TopCgroup
     // false: the file was there and could not be read.
     auto read_usage = [&] {
       if (!f.cpu_stat) return true;
-      auto text = reader_.reread(f.cpu_stat.get(), "cpu.stat");
+      auto text = reader_.reread_record(f.cpu_stat.get(), "cpu.stat");
       if (text) usage = cpu_stat_usage_s(*text);
       return text.ok();
     };
@@ -76,11 +76,18 @@ void CgroupFiles::read(const std::string& mount, std::map<std::string, TopCgroup
     if (usage && f.usage && f.reading + 1 == readings_) c.cpu_stat_s = std::max(0.0, *usage - *f.usage);
     f.usage = usage;
     f.reading = readings_;
-    c.cpu_pressure_pct = avg10(f.cpu_pressure);
-    c.io_pressure_pct = avg10(f.io_pressure);
-    c.memory_pressure_pct = avg10(f.memory_pressure);
   }
   std::erase_if(open_, [&](const auto& e) { return e.second.reading != readings_; });
+}
+
+void CgroupFiles::read_pressure(std::vector<TopCgroup>& shown) {
+  for (TopCgroup& c : shown) {
+    auto it = open_.find(c.path);
+    if (c.removed || it == open_.end()) continue;
+    c.cpu_pressure_pct = avg10(it->second.cpu_pressure);
+    c.io_pressure_pct = avg10(it->second.io_pressure);
+    c.memory_pressure_pct = avg10(it->second.memory_pressure);
+  }
 }
 
 }  // namespace pm

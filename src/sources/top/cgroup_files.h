@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/fd.h"
 #include "core/file_reader.h"
@@ -22,10 +23,13 @@ std::optional<double> cpu_stat_usage_s(std::string_view text);
 
 class CgroupFiles {
  public:
-  // Each row's own figures: cpu.stat's increase since the previous reading (none for a row
-  // that was not in it), the pressure files' some avg10. A row whose cgroup is gone is marked
-  // removed. The files of cgroups without a row this time are closed.
+  // Every row's cpu.stat increase since the previous reading (none for a row that was not in
+  // it: an increase needs the reading before, whether or not the row was shown then). A row
+  // whose cgroup is gone is marked removed. The files of cgroups without a row are closed.
   void read(const std::string& mount, std::map<std::string, TopCgroup>& rows);
+  // The pressure files' some avg10, for the rows shown (the first N, after read() of this
+  // reading): a gauge needs no history, and the kernel's pressure files cost the most to make.
+  void read_pressure(std::vector<TopCgroup>& shown);
 
  private:
   struct Open {

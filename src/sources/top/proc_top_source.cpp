@@ -377,6 +377,7 @@ void ProcTopSource::collect(Samples& /*out*/) {
   rec->processes = std::move(rows);
   for (auto& [path, c] : cgroups) rec->cgroups.push_back(std::move(c));
   cut(rec->cgroups);
+  s.cgroup_files.read_pressure(rec->cgroups);
   cut(threads);
   rec->threads = std::move(threads);
   s.record = std::move(rec);

@@ -575,7 +575,8 @@ void TopSource::collect(Samples& out) {
   }
 
   // The cgroups' own files (kept open): cpu.stat's increase only over this interval, from the
-  // reading just before (a row absent meanwhile has no figure this time).
+  // reading just before (a row absent meanwhile has no figure this time); pressure below, for
+  // the rows shown.
   s.cgroup_files.read(s.names.mount(), cgroups);
 
   // Run-queue latency per cgroup: the kernel keeps it per cgroup (a slot each, while slots last),
@@ -720,6 +721,7 @@ void TopSource::collect(Samples& out) {
   for (auto& [path, c] : cgroups) rec->cgroups.push_back(std::move(c));
   std::sort(rec->cgroups.begin(), rec->cgroups.end(), by_key);
   if (opts_.count > 0 && static_cast<int>(rec->cgroups.size()) > opts_.count) rec->cgroups.resize(static_cast<size_t>(opts_.count));
+  s.cgroup_files.read_pressure(rec->cgroups);
   // A thread's user and command line are its process's.
   std::map<int, const TopProcess*> process_of;
   for (const TopProcess& r : rows) process_of[r.pid] = &r;

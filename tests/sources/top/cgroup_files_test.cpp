@@ -37,6 +37,15 @@ class CgroupFilesTest : public ::testing::Test {
     for (const char* p : paths) out[p].path = p;
     return out;
   }
+  // The rows as shown (all of them here), with their pressure read.
+  static std::map<std::string, TopCgroup> shown(CgroupFiles& files, std::map<std::string, TopCgroup> rows) {
+    std::vector<TopCgroup> list;
+    for (auto& [path, c] : rows) list.push_back(c);
+    files.read_pressure(list);
+    std::map<std::string, TopCgroup> out;
+    for (TopCgroup& c : list) out[c.path] = c;
+    return out;
+  }
   fs::path root_;
 };
 
@@ -48,6 +57,7 @@ TEST_F(CgroupFilesTest, UsageIncreaseAndPressureFromFilesKeptOpen) {
   CgroupFiles files;
   auto r = rows({"/a"});
   files.read(root_.string(), r);
+  r = shown(files, r);
   EXPECT_FALSE(r["/a"].cpu_stat_s) << "no increase without a reading before";
   EXPECT_DOUBLE_EQ(r["/a"].cpu_pressure_pct.value_or(-1), 1.5);
   EXPECT_DOUBLE_EQ(r["/a"].io_pressure_pct.value_or(-1), 0.25);
@@ -58,6 +68,8 @@ TEST_F(CgroupFilesTest, UsageIncreaseAndPressureFromFilesKeptOpen) {
   pressure("a", "cpu.pressure", "7.00");
   r = rows({"/a"});
   files.read(root_.string(), r);
+  EXPECT_FALSE(r["/a"].cpu_pressure_pct) << "pressure is read for the rows shown only";
+  r = shown(files, r);
   EXPECT_DOUBLE_EQ(r["/a"].cpu_stat_s.value_or(-1), 0.75);
   EXPECT_DOUBLE_EQ(r["/a"].cpu_pressure_pct.value_or(-1), 7.0);
 }
@@ -82,6 +94,7 @@ TEST_F(CgroupFilesTest, AGoneDirectoryIsRemovedAndMissingFilesAreAbsent) {
   CgroupFiles files;
   auto r = rows({"/a", "/gone"});
   files.read(root_.string(), r);  // /a has no files at all
+  r = shown(files, r);
   EXPECT_TRUE(r["/gone"].removed);
   EXPECT_FALSE(r["/a"].removed);
   EXPECT_FALSE(r["/a"].cpu_stat_s);
@@ -96,6 +109,7 @@ TEST_F(CgroupFilesTest, MalformedFilesGiveNoFigure) {
   files.read(root_.string(), r);
   r = rows({"/a"});
   files.read(root_.string(), r);
+  r = shown(files, r);
   EXPECT_FALSE(r["/a"].cpu_stat_s);
   EXPECT_FALSE(r["/a"].cpu_pressure_pct);
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# What many cgroups cost the live monitor: N cgroups in the v2 hierarchy, one sleeping process
+# each, and perf-monitor's live mode (1 s, top lists on, as by default) beside `--top 0` (the
+# lists off) over the same seconds. Prints each one's CPU share from the kernel's rusage, the cost
+# per cgroup per second, and the opens and reads per interval (strace -c, a run of its own).
+# Goal (issue 26): <= 0.5 % of a CPU with 1,000 cgroups.
+#   bench/cgroup_cost.sh [BUILD_DIR] [CGROUPS] [SECONDS]     as root
+set -euo pipefail
+build=${1:-build}
+n=${2:-1000}
+secs=${3:-20}
+pm=$(realpath "$build/perf-monitor")
+[ "$(id -u)" -eq 0 ] || { echo "cgroup_cost: run as root (it makes cgroups)" >&2; exit 1; }
+mount=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+[ -n "$mount" ] || { echo "cgroup_cost: no cgroup v2 hierarchy mounted" >&2; exit 1; }
+top="$mount/pm-cgroup-cost-$$"
+pids=()
+cleanup() {
+  [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  for d in "$top"/cg*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+  rmdir "$top" 2>/dev/null || true
+}
+trap cleanup EXIT
+mkdir "$top"
+for i in $(seq 1 "$n"); do
+  mkdir "$top/cg$i"
+  sh -c "echo \$\$ > '$top/cg$i/cgroup.procs' && exec sleep 100000" &
+  pids+=($!)
+done
+sleep 2
+
+# CPU seconds (user + system) of one command: its rusage when reaped.
+cpu_of() {
+  python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(r.ru_utime + r.ru_stime)' "$@"
+}
+share() { awk -v t="$1" -v s="$secs" 'BEGIN { printf "%.3f", 100 * t / s }'; }
+on=$(cpu_of "$pm" -q --interval 1s --duration "${secs}s")
+off=$(cpu_of "$pm" -q --interval 1s --duration "${secs}s" --top 0)
+echo "cgroup_cost: $n cgroups, one sleeping process each, $secs s of live mode at 1 s"
+echo "  top lists on (default): $(share "$on") % of one CPU"
+echo "  --top 0:                $(share "$off") % of one CPU"
+awk -v on="$on" -v off="$off" -v s="$secs" -v n="$n" \
+  'BEGIN { printf "  per cgroup per second:  %.2f us (the lists on less off)\n", 1e6 * (on - off) / s / n }'
+if command -v strace >/dev/null; then
+  sum=$(mktemp)
+  # Two runs, 3 s and 8 s: the difference is 5 intervals of the steady state, without start-up.
+  strace -f -c -o "$sum.3" -e trace=openat,read,pread64,close "$pm" -q --interval 1s --duration 3s >/dev/null 2>&1 || true
+  strace -f -c -o "$sum.8" -e trace=openat,read,pread64,close "$pm" -q --interval 1s --duration 8s >/dev/null 2>&1 || true
+  for call in openat close read pread64; do
+    awk -v c="$call" -v f="$sum.3" '$NF == c { if (FILENAME == f) a = $4; else b = $4 } END { printf "  %-8s %8.0f per interval\n", c, (b - a) / 5 }' "$sum.3" "$sum.8"
+  done
+  rm -f "$sum" "$sum.3" "$sum.8"
+  rm -f "$sum"
+fi
