@@ -258,12 +258,11 @@ TEST_F(ExactTest, PssOfATreeThatGrewIsTheTreesPss) {
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    // This tree's processes only, by their whole command line (other tests' sleepers run too).
     std::ifstream cmd(e.path() / "cmdline");
-    std::string argv0;
-    std::getline(cmd, argv0, '\0');
-    std::string argv1;
-    std::getline(cmd, argv1, '\0');
-    if (argv0 != workload() || argv1 != "sleepers") continue;
+    std::vector<std::string> argv;
+    for (std::string a; std::getline(cmd, a, '\0');) argv.push_back(a);
+    if (argv != std::vector<std::string>{workload(), "sleepers", "300", "4000"}) continue;
     std::ifstream rollup(e.path() / "smaps_rollup");
     for (std::string line; std::getline(rollup, line);) {
       if (line.rfind("Pss:", 0) == 0) {
@@ -276,9 +275,12 @@ TEST_F(ExactTest, PssOfATreeThatGrewIsTheTreesPss) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   Outcome o = pm.stop(SIGINT);
   ASSERT_EQ(counted, 300);
+  // The last interval that ended with the whole tree asleep (the one after SIGINT ends with the
+  // tree gone, and its PSS is then rightly 0).
   double last = NAN;
   for (const auto& r : o.records) {
-    if (r.value("type", "") == "interval" && r["process_tree"].contains("pss_bytes")) {
+    if (r.value("type", "") == "interval" && r["process_tree"].contains("pss_bytes") &&
+        r["process_tree"].value("processes", 0.0) == 300) {
       last = r["process_tree"]["pss_bytes"].get<double>();
     }
   }

@@ -24,15 +24,20 @@ namespace pm {
 void ProcDetails::fill(TopProcess& row, uint64_t start, bool with_command) {
   std::string dir = proc_ + "/" + std::to_string(row.pid);
   std::string task = row.tid != 0 ? dir + "/task/" + std::to_string(row.tid) : dir;
-  if (auto text =
-          row.state == 0 ? reader_.read(task + "/stat") : Result<std::string_view>(make_error(Errc::kNotFound, ""))) {
-    if (auto st = parse_task_stat(*text)) {
-      // A task on its way out (PF_EXITING) still says R or S for a moment after its memory has
-      // gone: it is shown as ended (X), since nothing of it is left to read but its last figures.
-      constexpr uint64_t kExiting = 0x00000004;
-      row.state = (st->flags & kExiting) != 0 ? 'X' : st->state;
-      row.nice = st->nice;
-      if (row.ppid == 0) row.ppid = st->ppid;
+  if (row.state == 0) {
+    auto text = reader_.read(task + "/stat");
+    if (!text && text.error().code == Errc::kNotFound) {
+      row.state = 'X';  // gone since the kernel's reading: it ended in the interval
+    } else if (text) {
+      if (auto st = parse_task_stat(*text)) {
+        // A task on its way out (PF_EXITING) still says R or S for a moment after its memory
+        // has gone: it is shown as ended (X), since nothing of it is left to read but its last
+        // figures.
+        constexpr uint64_t kExiting = 0x00000004;
+        row.state = (st->flags & kExiting) != 0 ? 'X' : st->state;
+        row.nice = st->nice;
+        if (row.ppid == 0) row.ppid = st->ppid;
+      }
     }
   }
   // The owner of /proc/PID is the process's effective uid (as htop reads it): one stat(2), no file.

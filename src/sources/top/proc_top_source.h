@@ -28,7 +28,8 @@ class ProcDetails {
   explicit ProcDetails(std::string proc = "/proc") : proc_(std::move(proc)) {}
   // A live row's state, nice, user and command (tid 0: the process's). `start`: its identity
   // with the PID (any clock), so a reused PID's command is read anew. A task gone meanwhile
-  // keeps what it had (state 0: not read). A state already set is kept (and stat not read).
+  // keeps what it had and is shown as ended (X), as is one on its way out. A state already set
+  // is kept (and stat not read).
   void fill(TopProcess& row, uint64_t start, bool with_command = true);
   // The uid's name from the user database, else the number (raw: sanitized where shown).
   const std::string& user_name(uint32_t uid);

@@ -165,7 +165,8 @@ TEST(ProcTopSource, DeltasPerPidAndStartTimeNeverNegativeOnReuse) {
 }
 
 // A task past exit_mm() still says R in its stat, with no memory left to read: PF_EXITING in
-// its flags shows it as ended (X), never as a running row with n/a.
+// its flags shows it as ended (X), never as a running row with n/a; so is one whose /proc entry
+// is already gone.
 TEST(ProcDetails, ATaskOnItsWayOutIsShownAsEnded) {
   FakeProc proc;
   proc.process(100, 5, 1, 1, 0, std::string("leaving\0", 8));
@@ -180,6 +181,10 @@ TEST(ProcDetails, ATaskOnItsWayOutIsShownAsEnded) {
   details.fill(staying, 5);
   EXPECT_EQ(leaving.state, 'X');
   EXPECT_EQ(staying.state, 'R');
+  TopProcess gone;  // its /proc entry went between the kernel's reading and this one
+  gone.pid = 300;
+  details.fill(gone, 5);
+  EXPECT_EQ(gone.state, 'X');
 }
 
 // This machine's own /proc: the test process itself is a row, with its user and command line.
