@@ -21,20 +21,39 @@ std::optional<double> cpu_stat_usage_s(std::string_view text) {
 }
 
 bool CgroupFiles::open(const std::string& dir, Open& f) {
+  // Past kMaxKept fds, or out of fds: read by path, as each row's files were before they were
+  // kept open (fds are left for the rest of the monitor). Only a directory that is not there is
+  // a removed cgroup.
+  if (kept_ + 4 > kMaxKept) {
+    f.by_path = true;
+    return ::access(dir.c_str(), F_OK) == 0;
+  }
   UniqueFd d(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!d) return false;
-  auto at = [&](const char* name) { return UniqueFd(::openat(d.get(), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)); };
+  f.by_path = !d && (errno == EMFILE || errno == ENFILE);
+  if (!d) return f.by_path;
+  auto at = [&](const char* name) {
+    UniqueFd fd(::openat(d.get(), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd && (errno == EMFILE || errno == ENFILE)) f.by_path = true;
+    return fd;
+  };
   f.cpu_stat = at("cpu.stat");
   f.cpu_pressure = at("cpu.pressure");
   f.io_pressure = at("io.pressure");
   f.memory_pressure = at("memory.pressure");
+  f.kept = (f.cpu_stat ? 1 : 0) + (f.cpu_pressure ? 1 : 0) + (f.io_pressure ? 1 : 0) + (f.memory_pressure ? 1 : 0);
+  kept_ += f.kept;
   return true;
 }
 
+void CgroupFiles::forget(Open& f) {
+  kept_ -= f.kept;
+  f = Open{};
+}
+
 // The fuzzed /proc/pressure parser: a cgroup's pressure files have the same lines.
-std::optional<double> CgroupFiles::avg10(const UniqueFd& fd) {
-  if (!fd) return std::nullopt;
-  auto text = reader_.reread_record(fd.get(), "pressure");
+std::optional<double> CgroupFiles::avg10(const Open& f, const UniqueFd& fd, const char* name) {
+  if (!fd && !f.by_path) return std::nullopt;
+  auto text = fd ? reader_.reread_record(fd.get(), name) : reader_.read(f.dir + "/" + name);
   if (!text) return std::nullopt;
   auto p = procfs::parse_pressure(*text);
   if (!p) return std::nullopt;
@@ -49,25 +68,29 @@ void CgroupFiles::read(const std::string& mount, std::map<std::string, TopCgroup
     bool fresh = it == open_.end();
     if (fresh) it = open_.emplace(path, Open{}).first;
     Open& f = it->second;
+    f.dir = dir;
     if (fresh && !open(dir, f)) {
       c.removed = true;  // its tasks ended and it was removed since: no file of its own to read
+      forget(f);
       open_.erase(it);
       continue;
     }
     std::optional<double> usage;
     // false: the file was there and could not be read.
     auto read_usage = [&] {
-      if (!f.cpu_stat) return true;
-      auto text = reader_.reread_record(f.cpu_stat.get(), "cpu.stat");
+      if (!f.cpu_stat && !f.by_path) return true;
+      auto text = f.cpu_stat ? reader_.reread_record(f.cpu_stat.get(), "cpu.stat") : reader_.read(dir + "/cpu.stat");
       if (text) usage = cpu_stat_usage_s(*text);
       return text.ok();
     };
-    if (!read_usage() && !fresh) {
+    if (!read_usage() && !fresh && !f.by_path) {
       // A file of a removed cgroup answers ENODEV; one made again under the same path since is
       // another cgroup: its files are opened anew, and its usage is no increase of the old one's.
-      f = Open{};
+      forget(f);
+      f.dir = dir;
       if (!open(dir, f)) {
         c.removed = true;
+        forget(f);
         open_.erase(it);
         continue;
       }
@@ -77,16 +100,24 @@ void CgroupFiles::read(const std::string& mount, std::map<std::string, TopCgroup
     f.usage = usage;
     f.reading = readings_;
   }
-  std::erase_if(open_, [&](const auto& e) { return e.second.reading != readings_; });
+  for (auto it = open_.begin(); it != open_.end();) {
+    if (it->second.reading == readings_) {
+      ++it;
+      continue;
+    }
+    forget(it->second);
+    it = open_.erase(it);
+  }
 }
 
 void CgroupFiles::read_pressure(std::vector<TopCgroup>& shown) {
   for (TopCgroup& c : shown) {
     auto it = open_.find(c.path);
     if (c.removed || it == open_.end()) continue;
-    c.cpu_pressure_pct = avg10(it->second.cpu_pressure);
-    c.io_pressure_pct = avg10(it->second.io_pressure);
-    c.memory_pressure_pct = avg10(it->second.memory_pressure);
+    const Open& f = it->second;
+    c.cpu_pressure_pct = avg10(f, f.cpu_pressure, "cpu.pressure");
+    c.io_pressure_pct = avg10(f, f.io_pressure, "io.pressure");
+    c.memory_pressure_pct = avg10(f, f.memory_pressure, "memory.pressure");
   }
 }
 

@@ -23,6 +23,9 @@ std::optional<double> cpu_stat_usage_s(std::string_view text);
 
 class CgroupFiles {
  public:
+  // At most this many files stay open (a thousand cgroups' worth; the rest read by path).
+  static constexpr size_t kMaxKept = 4096;
+
   // Every row's cpu.stat increase since the previous reading (none for a row that was not in
   // it: an increase needs the reading before, whether or not the row was shown then). A row
   // whose cgroup is gone is marked removed. The files of cgroups without a row are closed.
@@ -33,17 +36,23 @@ class CgroupFiles {
 
  private:
   struct Open {
+    std::string dir;
     UniqueFd cpu_stat, cpu_pressure, io_pressure, memory_pressure;
+    bool by_path = false;  // past kMaxKept or out of fds when opened: the files are read by path
+    size_t kept = 0;       // of the fds above, those open
     std::optional<double> usage;  // cpu.stat's at the last reading
     uint64_t reading = 0;         // the last reading that had the row
   };
   // Opens the cgroup's files; false when its directory is gone.
-  static bool open(const std::string& dir, Open& f);
-  std::optional<double> avg10(const UniqueFd& fd);
+  bool open(const std::string& dir, Open& f);
+  // Closes its files (the count of kept ones with them); an empty entry stays.
+  void forget(Open& f);
+  std::optional<double> avg10(const Open& f, const UniqueFd& fd, const char* name);
 
   std::map<std::string, Open> open_;  // by the row's path
   FileReader reader_;
   uint64_t readings_ = 0;
+  size_t kept_ = 0;  // files open, over every row
 };
 
 }  // namespace pm

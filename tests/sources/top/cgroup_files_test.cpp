@@ -5,6 +5,7 @@
 #include "sources/top/cgroup_files.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -99,6 +100,74 @@ TEST_F(CgroupFilesTest, AGoneDirectoryIsRemovedAndMissingFilesAreAbsent) {
   EXPECT_FALSE(r["/a"].removed);
   EXPECT_FALSE(r["/a"].cpu_stat_s);
   EXPECT_FALSE(r["/a"].cpu_pressure_pct);
+}
+
+// More cgroups than the fd limit leaves room for: those past it are read by path, with the same
+// figures, never marked removed.
+TEST_F(CgroupFilesTest, OutOfFdsTheRestAreReadByPath) {
+  std::map<std::string, TopCgroup> r;
+  for (int i = 0; i < 8; ++i) {
+    std::string name = "c" + std::to_string(i);
+    fs::create_directories(root_ / name);
+    usage(name, 1'000'000);
+    pressure(name, "cpu.pressure", "2.00");
+    r["/" + name].path = "/" + name;
+  }
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  // Room for the fds open now and a handful more: a cgroup or so kept open, the rest by path.
+  int open_now = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++open_now;
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(open_now + 6);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  CgroupFiles files;
+  auto first = r;
+  files.read(root_.string(), first);
+  for (int i = 0; i < 8; ++i) usage("c" + std::to_string(i), 1'500'000);
+  auto second = r;
+  files.read(root_.string(), second);
+  second = shown(files, second);
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  for (const auto& [path, c] : second) {
+    EXPECT_FALSE(c.removed) << path;
+    EXPECT_DOUBLE_EQ(c.cpu_stat_s.value_or(-1), 0.5) << path;
+    EXPECT_DOUBLE_EQ(c.cpu_pressure_pct.value_or(-1), 2.0) << path;
+  }
+}
+
+// More cgroups than kMaxKept files hold: the rest are read by path; the fds left for the rest of
+// the monitor are never taken.
+TEST_F(CgroupFilesTest, AtMostKMaxKeptFilesStayOpen) {
+  constexpr int kCgroups = 1100;  // 4 files each: more than 4096
+  std::map<std::string, TopCgroup> r;
+  for (int i = 0; i < kCgroups; ++i) {
+    std::string name = "k" + std::to_string(i);
+    fs::create_directories(root_ / name);
+    usage(name, 10);
+    pressure(name, "cpu.pressure", "1.00");
+    pressure(name, "io.pressure", "1.00");
+    pressure(name, "memory.pressure", "1.00");
+    r["/" + name].path = "/" + name;
+  }
+  auto fds = [] {
+    int n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+  };
+  int before = fds();
+  CgroupFiles files;
+  auto first = r;
+  files.read(root_.string(), first);
+  for (int i = 0; i < kCgroups; ++i) usage("k" + std::to_string(i), 1'000'010);
+  auto second = r;
+  files.read(root_.string(), second);
+  second = shown(files, second);
+  EXPECT_LE(fds() - before, static_cast<int>(CgroupFiles::kMaxKept));
+  for (const auto& [path, c] : second) {
+    ASSERT_DOUBLE_EQ(c.cpu_stat_s.value_or(-1), 1.0) << path;
+    ASSERT_DOUBLE_EQ(c.memory_pressure_pct.value_or(-1), 1.0) << path;
+  }
 }
 
 TEST_F(CgroupFilesTest, MalformedFilesGiveNoFigure) {
