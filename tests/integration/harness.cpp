@@ -234,6 +234,10 @@ SwitchWindow switches_while_monitoring(const std::vector<std::string>& args) {
   return w;
 }
 
+bool RunningPm::wait_for_err(const std::string& text, std::chrono::seconds timeout) {
+  return wait_for_text(base_ + ".err", text, timeout, [this] { return running(); });
+}
+
 bool RunningPm::wait_for_output(const std::string& text, std::chrono::seconds timeout) {
   return wait_for_text(base_ + (on_stderr_ ? ".err" : ".out"), text, timeout, [this] { return running(); });
 }

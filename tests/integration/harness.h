@@ -90,6 +90,8 @@ class RunningPm {
   // Waits until its output holds `text` (JSON: "\"header\"" once monitoring has begun, its
   // sources open: start-up takes longer in a sanitizer build on a busy machine).
   bool wait_for_output(const std::string& text, std::chrono::seconds timeout = std::chrono::seconds(30));
+  // The same for its standard error, whatever the mode.
+  bool wait_for_err(const std::string& text, std::chrono::seconds timeout = std::chrono::seconds(30));
   // Sends sig (unless it already exited), waits for the end, and collects what it printed.
   Outcome stop(int sig = SIGINT, std::chrono::seconds timeout = std::chrono::seconds(30));
 

@@ -365,8 +365,9 @@ TEST(Prometheus, ListensOnLoopbackUnlessAnotherAddressIsWritten) {
   RunningPm a({"--prometheus", std::to_string(port), "--output", "/dev/null"});
   ASSERT_FALSE(scrape_when_ready(port, "perf_monitor_build_info").empty()) << a.err_so_far();
   EXPECT_EQ(listening_address(port), "0100007F");  // 127.0.0.1, in the kernel's own table
-  EXPECT_NE(a.err_so_far().find("Prometheus metrics at http://127.0.0.1:" + std::to_string(port) + "/metrics\n"),
-            std::string::npos)
+  // (Said on standard error as it starts serving: on a busy machine the scrape may come first.)
+  EXPECT_TRUE(a.wait_for_err("Prometheus metrics at http://127.0.0.1:" + std::to_string(port) + "/metrics\n",
+                             std::chrono::seconds(10)))
       << a.err_so_far();
   a.stop();
 
