@@ -30,6 +30,26 @@ inline bool has_whole(std::string_view label) { return label == "cpu" || label =
 // for ratios the core derives.
 enum class Unit { kNone, kBytes, kSeconds, kJoules, kCelsius, kPercent };
 
+// The machine-wide figures `perf-monitor top` heads its screen with, named by what they are: a
+// source marks its descriptor (system_figure()), and the view finds it by the mark, never by the
+// metric's name (a rename cannot turn the header into n/a).
+enum class SystemFigure : uint8_t {
+  kNone,
+  kCpuUtilisation,  // labels cpu, mode
+  kMemUsed,
+  kMemTotal,
+  kMemAvailable,
+  kMemCached,
+  kSwapTotal,
+  kSwapFree,
+  kLoad1,
+  kLoad5,
+  kLoad15,
+  kProcsRunning,
+  kProcsBlocked,
+  kPressureStall,  // labels resource, kind
+};
+
 struct MetricDesc {
   std::string_view family;  // JSON section and Prometheus name part, e.g. "memory"
   std::string_view name;    // within the family, e.g. "used_bytes"
@@ -54,12 +74,19 @@ struct MetricDesc {
   bool denominator = false;
   // How the text output shows it; nullptr: a generic line (a source without a layout yet).
   TextLayout text = nullptr;
+  // What the top view's header takes it for (system_figure()).
+  SystemFigure system = SystemFigure::kNone;
 };
 
 // A descriptor with its text layout, for the statics of a source:
 //   const MetricDesc kX = shown_by(layout_fn, {"family", "name", ...});
 constexpr MetricDesc shown_by(TextLayout layout, MetricDesc d) {
   d.text = layout;
+  return d;
+}
+// A descriptor of one of the figures the top view's header shows.
+constexpr MetricDesc system_figure(SystemFigure f, MetricDesc d) {
+  d.system = f;
   return d;
 }
 // A descriptor of a quantity other sources measure too, with this source's rank.

@@ -4,17 +4,19 @@
 namespace pm {
 
 void TopFigures::add(const TopFigures& o) {
-  user_s += o.user_s;
-  system_s += o.system_s;
-  runq_s += o.runq_s;
-  blocked_s += o.blocked_s;
-  read_bytes += o.read_bytes;
-  write_bytes += o.write_bytes;
-  faults += o.faults;
-  switches += o.switches;
+  TaskFigures::add(o);
   if (o.rss_bytes) rss_bytes = rss_bytes.value_or(0) + *o.rss_bytes;
   blocked_known = blocked_known && o.blocked_known;
   io_known = io_known && o.io_known;
+}
+
+TopFigures top_delta(const TaskFigures& now, const TaskFigures& then) {
+  TopFigures f;
+  static_cast<TaskFigures&>(f) = now.since(then);
+  double cpu = f[TaskFig::kOnCpu], u = f[TaskFig::kUser], s = f[TaskFig::kSystem];
+  f[TaskFig::kSystem] = u + s > 0 ? cpu * s / (u + s) : 0;
+  f[TaskFig::kUser] = cpu - f[TaskFig::kSystem];
+  return f;
 }
 
 double TopFigures::key(TopSort sort) const {
@@ -22,13 +24,13 @@ double TopFigures::key(TopSort sort) const {
     case TopSort::kCpu:
       return cpu_s();
     case TopSort::kRunq:
-      return runq_s;
+      return runq_s();
     case TopSort::kBlocked:
-      return blocked_s;
+      return blocked_s();
     case TopSort::kIo:
-      return read_bytes + write_bytes;
+      return io_bytes();
     case TopSort::kFaults:
-      return faults;
+      return faults();
     case TopSort::kMemory:
       return rss_bytes.value_or(0);
   }

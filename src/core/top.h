@@ -5,32 +5,34 @@
 // full-screen view (`perf-monitor top`).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/task_figures.h"
+
 namespace pm {
 
 enum class TopSort { kCpu, kRunq, kBlocked, kIo, kFaults, kMemory };
 
-// One process's, thread's or cgroup's share of the interval.
-struct TopFigures {
-  double user_s = 0, system_s = 0;  // CPU time in the interval, by mode
-  double runq_s = 0;                // runnable, waiting for a CPU
-  double blocked_s = 0;             // neither running nor runnable
-  double read_bytes = 0, write_bytes = 0;  // storage I/O it caused
-  double faults = 0;                // minor + major
-  double switches = 0;              // voluntary + involuntary
+// One process's, thread's or cgroup's share of the interval: its task figures' increase (user
+// and system time, run-queue wait, blocked time, storage I/O, faults, switches) and its memory now.
+struct TopFigures : TaskFigures {
   std::optional<double> rss_bytes;  // now (absent: exited, or no memory of its own); a thread: its process's
   // Whether blocked time and storage I/O could be had (from /proc without root: never blocked
   // time, I/O only of one's own processes); a sum is known only where each part is.
   bool blocked_known = true, io_known = true;
   void add(const TopFigures& o);
-  [[nodiscard]] double cpu_s() const { return user_s + system_s; }
   [[nodiscard]] double key(TopSort sort) const;
 };
+
+// The interval's figures from two readings of a task's (or process's) running totals: what each
+// gained, the on-CPU time split in the ratio of the tick-sampled user and system times (all user
+// when no tick fell in it), as the kernel splits it (cputime_adjust).
+TopFigures top_delta(const TaskFigures& now, const TaskFigures& then);
 
 struct TopProcess {
   int pid = 0;
@@ -46,6 +48,7 @@ struct TopProcess {
   std::optional<int> nice;
   std::string command;  // /proc/PID/cmdline, NULs as spaces (raw); empty: none (a kernel thread, gone)
   TopFigures f;
+  uint64_t start_ns = 0;  // when it (the thread) began, CLOCK_MONOTONIC: with the PID, its identity
 };
 
 struct TopCgroup {
@@ -64,17 +67,30 @@ struct TopCgroup {
   bool runq_read = false;  // timed: each of its cgroups holds a slot (no quantiles then: no waits)
 };
 
+// The interval's rows, every one: the sinks show the first `count` of each list by `sort`
+// (top_first), the interactive view sorts them its own way.
 struct TopRecord {
   double seconds = 0;  // the interval
   TopSort sort = TopSort::kCpu;
-  std::vector<TopProcess> processes;  // the first N by the sort key
+  int count = 10;                     // rows each list shows (<= 0: every one)
+  std::vector<TopProcess> processes;  // alive at the reading or ended in the interval
   std::vector<TopProcess> threads;    // when asked for
-  std::vector<TopCgroup> cgroups;     // the first N
-  uint64_t processes_seen = 0;        // processes alive at the reading or ended in the interval: every
-                                      // row, not only the first N
+  std::vector<TopCgroup> cgroups;     // with a process in it
   uint64_t exits_dropped = 0;         // deaths the kernel side had no room for, in the interval
   std::string note;                   // what these lists cannot show here and why (one line), else empty
 };
+
+// The first `count` rows by `sort` (<= 0: every row), busiest first; ties in the list's order.
+// (A const list gives const rows.)
+template <class Rows>
+auto top_first(Rows& rows, TopSort sort, int count) {
+  std::vector<decltype(&rows[0])> out;
+  out.reserve(rows.size());
+  for (auto& r : rows) out.push_back(&r);
+  std::stable_sort(out.begin(), out.end(), [&](auto* a, auto* b) { return a->f.key(sort) > b->f.key(sort); });
+  if (count > 0 && out.size() > static_cast<size_t>(count)) out.resize(static_cast<size_t>(count));
+  return out;
+}
 
 const char* to_string(TopSort sort);
 std::optional<TopSort> parse_top_sort(std::string_view s);

@@ -72,27 +72,28 @@ void place(Json& root, const MetricDesc& d, const Labels& labels, Json value) {
 
 // A process's, thread's or cgroup's share of the interval; a figure not known is left out.
 Json top_figures(const TopFigures& f, double seconds) {
-  Json j{{"cpu_user_s", number(f.user_s)},
-         {"cpu_system_s", number(f.system_s)},
+  Json j{{"cpu_user_s", number(f.user_s())},
+         {"cpu_system_s", number(f.system_s())},
          {"cpu_percent", number(seconds > 0 ? 100 * f.cpu_s() / seconds : 0)},
-         {"runq_s", number(f.runq_s)},
-         {"page_faults", number(f.faults)},
-         {"context_switches", number(f.switches)}};
-  if (f.blocked_known) j["blocked_s"] = number(f.blocked_s);
+         {"runq_s", number(f.runq_s())},
+         {"page_faults", number(f.faults())},
+         {"context_switches", number(f.switches())}};
+  if (f.blocked_known) j["blocked_s"] = number(f.blocked_s());
   if (f.io_known) {
-    j["io_read_bytes"] = number(f.read_bytes);
-    j["io_write_bytes"] = number(f.write_bytes);
+    j["io_read_bytes"] = number(f.read_bytes());
+    j["io_write_bytes"] = number(f.write_bytes());
   }
   if (f.rss_bytes) j["rss_bytes"] = number(*f.rss_bytes);
   return j;
 }
 
-// The top lists: `processes`, `cgroups` (and `threads`), busiest first by `sort`.
+// The top lists: `processes`, `cgroups` (and `threads`), the first `count` busiest by `sort`.
 void add_top(Json& top, const TopRecord& t) {
   top["sort"] = to_string(t.sort);
   auto rows = [&](const std::vector<TopProcess>& list) {
     Json a = Json::array();
-    for (const TopProcess& p : list) {
+    for (const TopProcess* row : top_first(list, t.sort, t.count)) {
+      const TopProcess& p = *row;
       Json r{{"pid", p.pid}, {"comm", p.comm}};
       if (p.tid != 0) r["tid"] = p.tid;
       if (!p.cgroup.empty()) r["cgroup"] = p.cgroup;
@@ -113,7 +114,8 @@ void add_top(Json& top, const TopRecord& t) {
   top["processes"] = rows(t.processes);
   if (!t.threads.empty()) top["threads"] = rows(t.threads);
   Json cg = Json::array();
-  for (const TopCgroup& c : t.cgroups) {
+  for (const TopCgroup* row : top_first(t.cgroups, t.sort, t.count)) {
+    const TopCgroup& c = *row;
     Json r{{"cgroup", c.path}, {"with_descendants", c.with_descendants}, {"processes", c.processes}};
     if (c.removed) r["removed"] = true;
     r.update(top_figures(c.f, t.seconds));
@@ -129,7 +131,7 @@ void add_top(Json& top, const TopRecord& t) {
     cg.push_back(std::move(r));
   }
   top["cgroups"] = std::move(cg);
-  top["processes_active"] = t.processes_seen;
+  top["processes_active"] = t.processes.size();
   if (!t.note.empty()) top["note"] = t.note;
 }
 

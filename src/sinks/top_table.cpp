@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <type_traits>
+
 #include <fmt/format.h>
 
 #include "core/outside_text.h"
@@ -19,21 +21,21 @@ std::string pct_of(double v, double seconds) { return short_percent(100 * per_s(
 const TopFigures& figures(const TopRow& r) { return r.process != nullptr ? r.process->f : r.cgroup->f; }
 
 std::string cpu(const TopRow& r, double s) { return pct_of(figures(r).cpu_s(), s); }
-std::string usr(const TopRow& r, double s) { return pct_of(figures(r).user_s, s); }
-std::string sys(const TopRow& r, double s) { return pct_of(figures(r).system_s, s); }
-std::string runq(const TopRow& r, double s) { return pct_of(figures(r).runq_s, s); }
+std::string usr(const TopRow& r, double s) { return pct_of(figures(r).user_s(), s); }
+std::string sys(const TopRow& r, double s) { return pct_of(figures(r).system_s(), s); }
+std::string runq(const TopRow& r, double s) { return pct_of(figures(r).runq_s(), s); }
 // n/a where it could not be had (from /proc: never blocked time; others' processes' I/O).
 std::string blocked(const TopRow& r, double s) {
-  return figures(r).blocked_known ? pct_of(figures(r).blocked_s, s) : kNa;
+  return figures(r).blocked_known ? pct_of(figures(r).blocked_s(), s) : kNa;
 }
 std::string reads(const TopRow& r, double s) {
-  return figures(r).io_known ? short_bytes(per_s(figures(r).read_bytes, s)) : kNa;
+  return figures(r).io_known ? short_bytes(per_s(figures(r).read_bytes(), s)) : kNa;
 }
 std::string writes(const TopRow& r, double s) {
-  return figures(r).io_known ? short_bytes(per_s(figures(r).write_bytes, s)) : kNa;
+  return figures(r).io_known ? short_bytes(per_s(figures(r).write_bytes(), s)) : kNa;
 }
-std::string faults(const TopRow& r, double s) { return short_count(per_s(figures(r).faults, s)); }
-std::string switches(const TopRow& r, double s) { return short_count(per_s(figures(r).switches, s)); }
+std::string faults(const TopRow& r, double s) { return short_count(per_s(figures(r).faults(), s)); }
+std::string switches(const TopRow& r, double s) { return short_count(per_s(figures(r).switches(), s)); }
 std::string rss(const TopRow& r, double /*s*/) {
   const auto& v = figures(r).rss_bytes;
   if (!v && r.process != nullptr && r.process->kernel) return "-";  // a kernel thread has no memory of its own
@@ -258,22 +260,28 @@ std::string short_time(double s) {
 
 std::string top_tables_text(const TopRecord& top) {
   std::string s;
-  auto table = [&](TopList list, const char* what, size_t rows, auto row_of) {
-    if (rows == 0) return;
+  auto table = [&](TopList list, const char* what, const auto& shown, size_t all) {
+    if (shown.empty()) return;
     // One section in the block: "top" heads the first table only.
     s += fmt::format("{:<9}{} by {}", s.empty() ? "top" : "", what, to_string(top.sort));
-    if (list == TopList::kProcesses) s += fmt::format(": {} processes, the first {}", top.processes_seen, rows);
+    if (list == TopList::kProcesses) s += fmt::format(": {} processes, the first {}", all, shown.size());
     s += "\n";
     std::vector<const TopColumn*> cols;
     for (const TopColumn& c : top_columns(list)) cols.push_back(&c);
     s += "         " + top_header(cols, -1) + "\n";
-    for (size_t i = 0; i < rows; ++i) s += "         " + top_line(cols, row_of(i), top.seconds, -1) + "\n";
+    for (const auto* r : shown) {
+      TopRow row;
+      if constexpr (std::is_same_v<std::decay_t<decltype(*r)>, TopCgroup>) {
+        row.cgroup = r;
+      } else {
+        row.process = r;
+      }
+      s += "         " + top_line(cols, row, top.seconds, -1) + "\n";
+    }
   };
-  table(TopList::kProcesses, "processes", top.processes.size(), [&](size_t i) {
-    return TopRow{&top.processes[i], nullptr};
-  });
-  table(TopList::kThreads, "threads", top.threads.size(), [&](size_t i) { return TopRow{&top.threads[i], nullptr}; });
-  table(TopList::kCgroups, "cgroups", top.cgroups.size(), [&](size_t i) { return TopRow{nullptr, &top.cgroups[i]}; });
+  table(TopList::kProcesses, "processes", top_first(top.processes, top.sort, top.count), top.processes.size());
+  table(TopList::kThreads, "threads", top_first(top.threads, top.sort, top.count), top.threads.size());
+  table(TopList::kCgroups, "cgroups", top_first(top.cgroups, top.sort, top.count), top.cgroups.size());
   // What the lists cannot show here (from /proc without root), once under them.
   if (!top.note.empty()) s += fmt::format("{:<9}note: {}\n", s.empty() ? "top" : "", printable(top.note));
   if (top.exits_dropped > 0) {

@@ -165,33 +165,35 @@ SystemFigures system_figures(const IntervalRecord& rec) {
   SystemFigures s;
   s.timestamp = rec.timestamp;
   s.seconds = rec.seconds;
+  using F = SystemFigure;
   for (const IntervalValue& v : rec.values) {
-    std::string_view family = v.desc->family, name = v.desc->name;
-    if (family == "cpu" && name == "utilisation_percent" && label(v, "cpu") == "all") {
-      for (size_t m = 0; m < SystemFigures::kCpuModes.size(); ++m) {
-        if (label(v, "mode") == SystemFigures::kCpuModes[m]) s.cpu_pct[m] = v.value;
-      }
-    } else if (family == "memory" && v.labels->empty()) {
-      for (auto [n, field] :
-           {std::pair{"used_bytes", &s.mem_used}, std::pair{"total_bytes", &s.mem_total},
-            std::pair{"available_bytes", &s.mem_available}, std::pair{"cached_bytes", &s.mem_cached},
-            std::pair{"swap_total_bytes", &s.swap_total}, std::pair{"swap_free_bytes", &s.swap_free}}) {
-        if (name == n) *field = v.value;
-      }
-    } else if (family == "scheduler" && v.labels->empty()) {
-      // /proc/loadavg and /proc/stat's gauges.
-      for (auto [n, field] :
-           {std::pair{"load1", &s.load1}, std::pair{"load5", &s.load5}, std::pair{"load15", &s.load15},
-            std::pair{"procs_running", &s.running}, std::pair{"procs_blocked", &s.blocked}}) {
-        if (name == n) *field = v.value;
-      }
-    } else if (family == "pressure" && name == "stall_seconds") {
-      for (size_t r = 0; r < SystemFigures::kPsiResources.size(); ++r) {
-        if (label(v, "resource") != SystemFigures::kPsiResources[r]) continue;
-        std::string_view kind = label(v, "kind");
-        if (kind == "some") s.psi[r][0] = std::clamp(100 * v.rate, 0.0, 100.0);  // a share of the interval
-        if (kind == "full") s.psi[r][1] = std::clamp(100 * v.rate, 0.0, 100.0);
-      }
+    // The figures the header shows, found by their mark (core/metric.h), never by name.
+    switch (F f = v.desc->system) {
+      case F::kNone:
+        break;
+      case F::kCpuUtilisation:
+        if (label(v, "cpu") != "all") break;
+        for (size_t m = 0; m < SystemFigures::kCpuModes.size(); ++m) {
+          if (label(v, "mode") == SystemFigures::kCpuModes[m]) s.cpu_pct[m] = v.value;
+        }
+        break;
+      case F::kPressureStall:
+        for (size_t r = 0; r < SystemFigures::kPsiResources.size(); ++r) {
+          if (label(v, "resource") != SystemFigures::kPsiResources[r]) continue;
+          std::string_view kind = label(v, "kind");
+          if (kind == "some") s.psi[r][0] = std::clamp(100 * v.rate, 0.0, 100.0);  // a share of the interval
+          if (kind == "full") s.psi[r][1] = std::clamp(100 * v.rate, 0.0, 100.0);
+        }
+        break;
+      default:
+        for (auto [mark, field] :
+             {std::pair{F::kMemUsed, &s.mem_used}, std::pair{F::kMemTotal, &s.mem_total},
+              std::pair{F::kMemAvailable, &s.mem_available}, std::pair{F::kMemCached, &s.mem_cached},
+              std::pair{F::kSwapTotal, &s.swap_total}, std::pair{F::kSwapFree, &s.swap_free},
+              std::pair{F::kLoad1, &s.load1}, std::pair{F::kLoad5, &s.load5}, std::pair{F::kLoad15, &s.load15},
+              std::pair{F::kProcsRunning, &s.running}, std::pair{F::kProcsBlocked, &s.blocked}}) {
+          if (f == mark && v.labels->empty()) *field = v.value;
+        }
     }
   }
   return s;

@@ -238,8 +238,8 @@ Samples tree_samples(double seen, double procs, double threads, double rss, doub
   f.threads = threads;
   f.rss = rss;
   f.vm_size = 4 * rss;
-  f.counters.user_s = user;
-  f.counters.system_s = sys;
+  f.counters[TaskFig::kUser] = user;
+  f.counters[TaskFig::kSystem] = sys;
   f.io_known = false;  // not readable (another user's processes): left out, shown as n/a
   Samples out;
   append_tree_samples(f, out);

@@ -142,7 +142,14 @@ TEST(TextLayout, TreeShowsEveryFigureAndWhatWasNotReadAsNa) {
   f.anon = 4 << 20;
   f.has_times = true;
   f.not_followed = 0;
-  f.counters = {1.5, 0.5, 100, 1, 10, 5, 4096, 8192, 100, 200, 2.0, 0.1, 0.4};
+  using F = TaskFig;
+  for (auto [i, v] : {std::pair{F::kUser, 1.5}, std::pair{F::kSystem, 0.5}, std::pair{F::kMinorFaults, 100.0},
+                      std::pair{F::kMajorFaults, 1.0}, std::pair{F::kVoluntary, 10.0}, std::pair{F::kInvoluntary, 5.0},
+                      std::pair{F::kReadBytes, 4096.0}, std::pair{F::kWriteBytes, 8192.0}, std::pair{F::kRchar, 100.0},
+                      std::pair{F::kWchar, 200.0}, std::pair{F::kOnCpu, 2.0}, std::pair{F::kRunq, 0.1},
+                      std::pair{F::kBlocked, 0.4}}) {
+    f.counters[i] = v;
+  }
   Samples all;
   append_tree_samples(f, all);
   std::string text = text_of(all, "run");

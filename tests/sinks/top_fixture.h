@@ -15,9 +15,9 @@ inline TopProcess proc(int pid, const char* comm, const char* cgroup, double cpu
   p.pid = pid;
   p.comm = comm;
   p.cgroup = cgroup;
-  p.f.user_s = cpu * 0.75;
-  p.f.system_s = cpu * 0.25;
-  p.f.runq_s = runq;
+  p.f[TaskFig::kUser] = cpu * 0.75;
+  p.f[TaskFig::kSystem] = cpu * 0.25;
+  p.f[TaskFig::kRunq] = runq;
   p.f.rss_bytes = rss;
   return p;
 }
@@ -27,7 +27,6 @@ inline std::shared_ptr<TopRecord> record() {
   r->seconds = 1;
   r->processes = {proc(10, "burner", "/a", 0.98, 0.01), proc(20, "waiter", "/b", 0.30, 0.65, 8 << 20),
                   proc(30, "sleeper", "/a", 0.0, 0.0), proc(40, "bash", "/", 0.02, 0.0)};
-  r->processes_seen = 4;
   TopProcess t1 = proc(20, "waiter", "/b", 0.2, 0.4), t2 = proc(20, "waiter-2", "/b", 0.1, 0.25);
   t1.tid = 20;
   t2.tid = 21;

@@ -89,8 +89,8 @@ TEST(TopTable, NoNegativeZero) {
   EXPECT_EQ(short_bytes(-1e-9), "0");
   EXPECT_EQ(short_count(-1e-9), "0");
   TopRecord r = *record();
-  r.processes[0].f.user_s = -1e-17;  // on-CPU time less its system share, as doubles round
-  r.processes[0].f.system_s = 1e-17;
+  r.processes[0].f[TaskFig::kUser] = -1e-17;  // on-CPU time less its system share, as doubles round
+  r.processes[0].f[TaskFig::kSystem] = 1e-17;
   std::string text = top_tables_text(r);
   EXPECT_EQ(text.find("-0"), std::string::npos) << text;
 }

@@ -100,7 +100,7 @@ TEST(TopView, PauseKeepsTheIntervalOnScreen) {
   m.key(ViewKey::of(' '));
   EXPECT_TRUE(m.paused());
   auto next = record();
-  next->processes[1].f.user_s = 5;  // the waiter would now be first
+  next->processes[1].f[TaskFig::kUser] = 5;  // the waiter would now be first
   m.update(next, {});
   EXPECT_EQ(first_column(m).front(), "10");
   EXPECT_NE(screen_text(m, 80, 24).find("PAUSED"), std::string::npos);
@@ -152,9 +152,13 @@ TEST(TopView, SaysWhyThereAreNoLists) {
 }
 
 TEST(TopView, SystemBlockFromTheIntervalRecordNaWhereNotRead) {
-  static const MetricDesc util{"cpu", "utilisation_percent", MetricKind::kGauge, Unit::kPercent, ""};
-  static const MetricDesc load1{"scheduler", "load1", MetricKind::kGauge, Unit::kNone, ""};
-  static const MetricDesc stall{"pressure", "stall_seconds", MetricKind::kCounter, Unit::kSeconds, ""};
+  // Found by their marks (the sources' descriptors carry them), whatever their names.
+  static const MetricDesc util = system_figure(SystemFigure::kCpuUtilisation,
+                                               {"cpu", "utilisation_percent", MetricKind::kGauge, Unit::kPercent, ""});
+  static const MetricDesc load1 =
+      system_figure(SystemFigure::kLoad1, {"scheduler", "load1", MetricKind::kGauge, Unit::kNone, ""});
+  static const MetricDesc stall = system_figure(
+      SystemFigure::kPressureStall, {"pressure", "stall_seconds", MetricKind::kCounter, Unit::kSeconds, ""});
   static const Labels idle{{"cpu", "all"}, {"mode", "idle"}}, user{{"cpu", "all"}, {"mode", "user"}},
       cpu0{{"cpu", "0"}, {"mode", "user"}}, none{}, io_some{{"resource", "io"}, {"kind", "some"}};
   IntervalRecord rec;

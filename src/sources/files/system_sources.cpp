@@ -31,8 +31,10 @@ const MetricDesc kCpuTime =
                         "CPU time spent in each mode, per CPU (cpu=\"all\": the whole system)"});
 const MetricDesc kCpuTotal = denominator_only({"cpu", "total_seconds", K::kCounter, Unit::kSeconds,
                                                "CPU time in all modes, per CPU: the denominator of utilisation"});
-const MetricDesc kCpuUtil = shown_by(cpu_text, {"cpu", "utilisation_percent", K::kGauge, Unit::kPercent,
-                                                "Share of CPU time spent in each mode over the interval, per CPU"});
+const MetricDesc kCpuUtil =
+    system_figure(SystemFigure::kCpuUtilisation,
+                  shown_by(cpu_text, {"cpu", "utilisation_percent", K::kGauge, Unit::kPercent,
+                                      "Share of CPU time spent in each mode over the interval, per CPU"}));
 // The scheduler's figures that /proc/stat and /proc/loadavg give. Context switches are the last
 // resort: the eBPF scheduler source (rank 2) and perf's software counter (rank 1) count them per CPU.
 const MetricDesc kCtxt = shown_by(
@@ -40,15 +42,20 @@ const MetricDesc kCtxt = shown_by(
 const MetricDesc kForks = shown_by(sched_text, {"scheduler", "forks", K::kCounter, Unit::kNone,
                                                 "Processes and threads created (/proc/stat processes)"});
 const MetricDesc kRunning =
-    shown_by(sched_text, {"scheduler", "procs_running", K::kGauge, Unit::kNone, "Runnable tasks"});
-const MetricDesc kBlocked =
-    shown_by(sched_text, {"scheduler", "procs_blocked", K::kGauge, Unit::kNone, "Tasks blocked waiting for I/O"});
+    system_figure(SystemFigure::kProcsRunning,
+                  shown_by(sched_text, {"scheduler", "procs_running", K::kGauge, Unit::kNone, "Runnable tasks"}));
+const MetricDesc kBlocked = system_figure(
+    SystemFigure::kProcsBlocked,
+    shown_by(sched_text, {"scheduler", "procs_blocked", K::kGauge, Unit::kNone, "Tasks blocked waiting for I/O"}));
 const MetricDesc kLoad1 =
-    shown_by(sched_text, {"scheduler", "load1", K::kGauge, Unit::kNone, "Load average over 1 minute"});
+    system_figure(SystemFigure::kLoad1,
+                  shown_by(sched_text, {"scheduler", "load1", K::kGauge, Unit::kNone, "Load average over 1 minute"}));
 const MetricDesc kLoad5 =
-    shown_by(sched_text, {"scheduler", "load5", K::kGauge, Unit::kNone, "Load average over 5 minutes"});
-const MetricDesc kLoad15 =
-    shown_by(sched_text, {"scheduler", "load15", K::kGauge, Unit::kNone, "Load average over 15 minutes"});
+    system_figure(SystemFigure::kLoad5,
+                  shown_by(sched_text, {"scheduler", "load5", K::kGauge, Unit::kNone, "Load average over 5 minutes"}));
+const MetricDesc kLoad15 = system_figure(
+    SystemFigure::kLoad15,
+    shown_by(sched_text, {"scheduler", "load15", K::kGauge, Unit::kNone, "Load average over 15 minutes"}));
 
 constexpr const char* kModes[] = {"user", "nice", "system", "iowait", "irq", "softirq", "steal", "idle"};
 
@@ -150,21 +157,27 @@ class CpuSource final : public Source {
 
 void memory_text(TextBlock& b);
 
-const MetricDesc kMemTotal = shown_by(memory_text, {"memory", "total_bytes", K::kGauge, Unit::kBytes, "MemTotal"});
-const MetricDesc kMemUsed = shown_by(memory_text, {"memory", "used_bytes", K::kGauge, Unit::kBytes,
-                                                   "Memory in use: MemTotal - MemAvailable", "global_mem_used"});
+const MetricDesc kMemTotal = system_figure(
+    SystemFigure::kMemTotal, shown_by(memory_text, {"memory", "total_bytes", K::kGauge, Unit::kBytes, "MemTotal"}));
+const MetricDesc kMemUsed = system_figure(
+    SystemFigure::kMemUsed, shown_by(memory_text, {"memory", "used_bytes", K::kGauge, Unit::kBytes,
+                                                   "Memory in use: MemTotal - MemAvailable", "global_mem_used"}));
 const MetricDesc kMemFree = shown_by(memory_text, {"memory", "free_bytes", K::kGauge, Unit::kBytes, "MemFree"});
 const MetricDesc kMemAvail =
-    shown_by(memory_text, {"memory", "available_bytes", K::kGauge, Unit::kBytes, "MemAvailable"});
-const MetricDesc kMemCached = shown_by(memory_text, {"memory", "cached_bytes", K::kGauge, Unit::kBytes,
-                                                     "Page cache (Cached, includes shmem)", "global_cached"});
+    system_figure(SystemFigure::kMemAvailable,
+                  shown_by(memory_text, {"memory", "available_bytes", K::kGauge, Unit::kBytes, "MemAvailable"}));
+const MetricDesc kMemCached = system_figure(
+    SystemFigure::kMemCached, shown_by(memory_text, {"memory", "cached_bytes", K::kGauge, Unit::kBytes,
+                                                     "Page cache (Cached, includes shmem)", "global_cached"}));
 const MetricDesc kMemBuffers = shown_by(memory_text, {"memory", "buffers_bytes", K::kGauge, Unit::kBytes, "Buffers"});
 const MetricDesc kMemAnon = shown_by(
     memory_text, {"memory", "anon_bytes", K::kGauge, Unit::kBytes, "Anonymous memory (AnonPages)", "global_anon"});
 const MetricDesc kSwapTotal =
-    shown_by(memory_text, {"memory", "swap_total_bytes", K::kGauge, Unit::kBytes, "SwapTotal"});
-const MetricDesc kSwapFree =
-    shown_by(memory_text, {"memory", "swap_free_bytes", K::kGauge, Unit::kBytes, "SwapFree", "global_swap_free"});
+    system_figure(SystemFigure::kSwapTotal,
+                  shown_by(memory_text, {"memory", "swap_total_bytes", K::kGauge, Unit::kBytes, "SwapTotal"}));
+const MetricDesc kSwapFree = system_figure(
+    SystemFigure::kSwapFree,
+    shown_by(memory_text, {"memory", "swap_free_bytes", K::kGauge, Unit::kBytes, "SwapFree", "global_swap_free"}));
 // Page faults: vmstat (rank 1) before perf's software counters of the same faults (rank 0).
 const MetricDesc kPgFault = shown_by(memory_text, ranked(1, {"memory", "page_faults", K::kCounter, Unit::kNone,
                                                              "Page faults, minor and major (vmstat pgfault)"}));
@@ -254,9 +267,10 @@ class MemorySource final : public Source {
 
 void pressure_text(TextBlock& b);
 
-const MetricDesc kPsiStall =
+const MetricDesc kPsiStall = system_figure(
+    SystemFigure::kPressureStall,
     shown_by(pressure_text, {"pressure", "stall_seconds", K::kCounter, Unit::kSeconds,
-                             "Time some (or all: kind=full) runnable tasks were stalled on the resource"});
+                             "Time some (or all: kind=full) runnable tasks were stalled on the resource"}));
 const MetricDesc kPsiAvg10 = shown_by(pressure_text, {"pressure", "avg10_percent", K::kGauge, Unit::kPercent,
                                                       "The kernel's 10 s running average of the stall share"});
 

@@ -69,6 +69,27 @@ struct SchedObject::Impl {
   }
 };
 
+static_assert(static_cast<int>(TaskFig::kOnCpu) == PM_T_ON_CPU_NS && static_cast<int>(TaskFig::kUser) == PM_T_USER_NS &&
+                  static_cast<int>(TaskFig::kSystem) == PM_T_SYSTEM_NS &&
+                  static_cast<int>(TaskFig::kRunq) == PM_T_RUNQ_NS &&
+                  static_cast<int>(TaskFig::kBlocked) == PM_T_BLOCKED_NS &&
+                  static_cast<int>(TaskFig::kVoluntary) == PM_T_VOLUNTARY &&
+                  static_cast<int>(TaskFig::kMinorFaults) == PM_T_MINOR_FAULTS &&
+                  static_cast<int>(TaskFig::kRchar) == PM_T_RCHAR && static_cast<int>(TaskFig::kSyscr) == PM_T_SYSCR &&
+                  static_cast<int>(TaskFig::kReadBytes) == PM_T_READ_BYTES &&
+                  static_cast<int>(TaskFig::kTaskFigs) == PM_T_FIGURES,
+              "TaskFig (core/task_figures.h) is indexed as pm_task_figure (bpf/tree.h)");
+
+TaskFigures task_figures(const __u64* fig) {
+  TaskFigures f;
+  for (int i = 0; i < PM_T_FIGURES; ++i) {
+    bool ns =
+        i == PM_T_ON_CPU_NS || i == PM_T_USER_NS || i == PM_T_SYSTEM_NS || i == PM_T_RUNQ_NS || i == PM_T_BLOCKED_NS;
+    f.v[static_cast<size_t>(i)] = static_cast<double>(fig[i]) * (ns ? 1e-9 : 1.0);
+  }
+  return f;
+}
+
 SchedObject::SchedObject(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SchedObject::~SchedObject() = default;
 

@@ -11,8 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include <linux/types.h>
+
 #include "core/error.h"
 #include "core/fd.h"
+#include "core/task_figures.h"
 
 struct bpf_object;
 struct pm_sched_counters;
@@ -32,6 +35,9 @@ struct SchedObjectOptions {
   uint32_t cgroup_depth = 0;     // run-queue latency per cgroup at this depth (0: off; tp_btf)
   uint64_t tree_cgroup_id = 0;   // the tree is this cgroup's tasks, present and future (--cgroup)
 };
+
+// A kernel record's figures (pm_task.fig, pm_exited.fig, in ns and counts) in seconds and counts.
+TaskFigures task_figures(const __u64* fig);
 
 // One cgroup's run-queue latency, summed over the CPUs (log2 buckets in the histogram unit).
 struct CgroupRunq {

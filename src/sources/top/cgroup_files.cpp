@@ -60,9 +60,10 @@ std::optional<double> CgroupFiles::avg10(const Open& f, const UniqueFd& fd, cons
   return p->some.avg10;
 }
 
-void CgroupFiles::read(const std::string& mount, std::map<std::string, TopCgroup>& rows) {
+void CgroupFiles::read(const std::string& mount, std::vector<TopCgroup>& rows) {
   ++readings_;
-  for (auto& [path, c] : rows) {
+  for (TopCgroup& c : rows) {
+    const std::string& path = c.path;
     std::string dir = mount + (path == "/" ? "" : path);
     auto it = open_.find(path);
     bool fresh = it == open_.end();
@@ -110,8 +111,14 @@ void CgroupFiles::read(const std::string& mount, std::map<std::string, TopCgroup
   }
 }
 
-void CgroupFiles::read_pressure(std::vector<TopCgroup>& shown) {
-  for (TopCgroup& c : shown) {
+void CgroupFiles::read(const std::string& mount, TopRecord& rec) {
+  read(mount, rec.cgroups);
+  read_pressure(top_first(rec.cgroups, rec.sort, rec.count));
+}
+
+void CgroupFiles::read_pressure(const std::vector<TopCgroup*>& shown) {
+  for (TopCgroup* row : shown) {
+    TopCgroup& c = *row;
     auto it = open_.find(c.path);
     if (c.removed || it == open_.end()) continue;
     const Open& f = it->second;

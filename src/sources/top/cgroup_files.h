@@ -29,10 +29,12 @@ class CgroupFiles {
   // Every row's cpu.stat increase since the previous reading (none for a row that was not in
   // it: an increase needs the reading before, whether or not the row was shown then). A row
   // whose cgroup is gone is marked removed. The files of cgroups without a row are closed.
-  void read(const std::string& mount, std::map<std::string, TopCgroup>& rows);
+  void read(const std::string& mount, std::vector<TopCgroup>& rows);
+  // Both for a record's cgroups: every row's cpu.stat, the pressure of those its lists show.
+  void read(const std::string& mount, TopRecord& rec);
   // The pressure files' some avg10, for the rows shown (the first N, after read() of this
   // reading): a gauge needs no history, and the kernel's pressure files cost the most to make.
-  void read_pressure(std::vector<TopCgroup>& shown);
+  void read_pressure(const std::vector<TopCgroup*>& shown);
 
  private:
   struct Open {

@@ -95,21 +95,13 @@ std::string proc_top_note(const std::string& why) {
 
 namespace {
 
-// One task's running totals as /proc has them.
-struct TaskTotals {
-  uint64_t on_cpu_ns = 0, runq_ns = 0, switches = 0;
-  uint64_t utime = 0, stime = 0, faults = 0;
-};
-
-// A process's: CPU time and faults from its stat (its dead threads in), run-queue wait and
-// switches as the sums of its live threads' increases.
+// A process's running figures: CPU time and faults from its stat (its dead threads in),
+// run-queue wait and switches as the sums of its live threads' increases, storage I/O where its
+// io file could be read.
 struct ProcessTotals {
-  uint64_t utime = 0, stime = 0, faults = 0;
-  double runq_s = 0, switches = 0;  // running sums of the threads' increases
-  std::optional<uint64_t> read, write;
+  TaskFigures fig;
+  bool io = false;  // its read and write bytes were read
 };
-
-double up(uint64_t now, uint64_t then) { return now > then ? static_cast<double>(now - then) : 0.0; }
 
 uint64_t boottime_ticks(double tick_s) {
   timespec ts{};
@@ -129,7 +121,7 @@ struct ProcTopSource::State {
     uint64_t cgroup_read = 0;  // the reading it was read at
   };
   struct Task {
-    TaskTotals last;
+    TaskFigures last;
   };
   std::map<Key, Process> processes;
   std::map<Key, Task> tasks;
@@ -183,40 +175,42 @@ void ProcTopSource::collect(Samples& /*out*/) {
 
   // A task's totals and, when it had a baseline, its interval's figures (CPU from schedstat, split
   // in its ticks' ratio).
-  auto task_delta = [&](const State::Key& key, const TaskTotals& t, bool counts_from_zero, TopFigures* f) -> bool {
+  auto task_delta = [&](const State::Key& key, const TaskFigures& t, bool counts_from_zero, TopFigures* f) -> bool {
     tasks[key].last = t;
     auto prev = s.tasks.find(key);
     if (prev == s.tasks.end() && !counts_from_zero) return false;
-    TaskTotals then = prev != s.tasks.end() ? prev->second.last : TaskTotals{};
-    double cpu = up(t.on_cpu_ns, then.on_cpu_ns) * 1e-9;
-    double u = up(t.utime, then.utime), sy = up(t.stime, then.stime);
-    f->system_s = u + sy > 0 ? cpu * sy / (u + sy) : 0;
-    f->user_s = cpu - f->system_s;
-    f->runq_s = up(t.runq_ns, then.runq_ns) * 1e-9;
-    f->faults = up(t.faults, then.faults);
-    f->switches = up(t.switches, then.switches);
+    *f = top_delta(t, prev != s.tasks.end() ? prev->second.last : TaskFigures{});
     f->blocked_known = false;
     f->io_known = false;
     return true;
   };
-  auto read_task = [&](const std::string& dir, const TaskStat& st, TaskTotals& t) {
-    t.utime = st.utime;
-    t.stime = st.stime;
-    t.faults = st.minflt + st.majflt;
+  auto cpu_and_faults = [&](const TaskStat& st, TaskFigures& t) {
+    t[TaskFig::kUser] = static_cast<double>(st.utime) * s.tick_s;
+    t[TaskFig::kSystem] = static_cast<double>(st.stime) * s.tick_s;
+    t[TaskFig::kMinorFaults] = static_cast<double>(st.minflt);
+    t[TaskFig::kMajorFaults] = static_cast<double>(st.majflt);
+  };
+  auto read_task = [&](const std::string& dir, const TaskStat& st, TaskFigures& t) {
+    cpu_and_faults(st, t);
     if (auto text = s.reader.read(dir + "/schedstat")) {
       if (auto ss = parse_task_schedstat(*text)) {
-        t.on_cpu_ns = ss->on_cpu_ns;
-        t.runq_ns = ss->runq_ns;
+        t[TaskFig::kOnCpu] = static_cast<double>(ss->on_cpu_ns) * 1e-9;
+        t[TaskFig::kRunq] = static_cast<double>(ss->runq_ns) * 1e-9;
       }
     }
     std::optional<uint32_t> uid;
     if (auto text = s.reader.read(dir + "/status")) {
       if (auto ts = parse_task_status(*text)) {
-        t.switches = ts->voluntary + ts->nonvoluntary;
+        t[TaskFig::kVoluntary] = static_cast<double>(ts->voluntary);
+        t[TaskFig::kInvoluntary] = static_cast<double>(ts->nonvoluntary);
         uid = ts->uid;
       }
     }
     return uid;
+  };
+  // What the process's threads' increases sum to: run-queue wait and switches.
+  auto add_thread = [](TaskFigures& sum, const TopFigures& f) {
+    for (TaskFig i : {TaskFig::kRunq, TaskFig::kVoluntary, TaskFig::kInvoluntary}) sum[i] += f[i];
   };
 
   for (const std::string& name : *names) {
@@ -235,9 +229,7 @@ void ProcTopSource::collect(Samples& /*out*/) {
     ProcessTotals then = p.last;
     bool had = prev != s.processes.end();
     ProcessTotals& now_t = p.last;
-    now_t.utime = st->utime;
-    now_t.stime = st->stime;
-    now_t.faults = st->minflt + st->majflt;
+    cpu_and_faults(*st, now_t.fig);
 
     TopProcess row;
     row.pid = pid;
@@ -246,17 +238,16 @@ void ProcTopSource::collect(Samples& /*out*/) {
     row.state = st->state;
     row.nice = st->nice;
     row.kernel = st->kernel_thread() || pid == 2 || st->ppid == 2;
-    TopFigures runq_sw;  // the process's threads' increases summed
+    TaskFigures runq_sw;  // the process's threads' increases summed
     // Its threads: one (the process itself), or each under task/.
     bool one = st->num_threads <= 1;
     std::optional<uint32_t> uid;
     if (one) {
-      TaskTotals t;
+      TaskFigures t;
       uid = read_task(dir, *st, t);
       TopFigures f;
       if (task_delta(key, t, fresh, &f)) {
-        runq_sw.runq_s = f.runq_s;
-        runq_sw.switches = f.switches;
+        add_thread(runq_sw, f);
         if (opts_.threads && !baseline) {
           TopProcess th = row;
           th.tid = pid;
@@ -277,12 +268,11 @@ void ProcTopSource::collect(Samples& /*out*/) {
           auto tst = parse_task_stat(*ttext);
           if (!tst) continue;
           int tid = std::stoi(tid_name);
-          TaskTotals t;
+          TaskFigures t;
           read_task(tdir, *tst, t);
           TopFigures f;
           if (!task_delta({tid, tst->starttime}, t, !baseline && tst->starttime >= since, &f)) continue;
-          runq_sw.runq_s += f.runq_s;
-          runq_sw.switches += f.switches;
+          add_thread(runq_sw, f);
           if (opts_.threads && !baseline) {
             TopProcess th = row;
             th.tid = tid;
@@ -295,15 +285,16 @@ void ProcTopSource::collect(Samples& /*out*/) {
         }
       }
     }
-    now_t.runq_s = then.runq_s + runq_sw.runq_s;
-    now_t.switches = then.switches + runq_sw.switches;
+    for (TaskFig i : {TaskFig::kRunq, TaskFig::kVoluntary, TaskFig::kInvoluntary})
+      now_t.fig[i] = then.fig[i] + runq_sw[i];
     // Storage I/O: readable for one's own processes (others' need CAP_SYS_PTRACE).
-    now_t.read.reset();
-    now_t.write.reset();
+    now_t.io = false;
+    now_t.fig[TaskFig::kReadBytes] = now_t.fig[TaskFig::kWriteBytes] = 0;
     if (auto io_text = s.reader.read(dir + "/io")) {
       if (auto io = procfs::parse_pid_io(*io_text)) {
-        now_t.read = io->read_bytes;
-        now_t.write = io->write_bytes;
+        now_t.io = true;
+        now_t.fig[TaskFig::kReadBytes] = static_cast<double>(io->read_bytes);
+        now_t.fig[TaskFig::kWriteBytes] = static_cast<double>(io->write_bytes);
       }
     }
     std::optional<double> rss;
@@ -321,18 +312,10 @@ void ProcTopSource::collect(Samples& /*out*/) {
     }
     if (baseline || (!had && !fresh)) continue;
     TopFigures& f = row.f;
-    double u = up(now_t.utime, then.utime), sy = up(now_t.stime, then.stime);
-    f.user_s = u * s.tick_s;
-    f.system_s = sy * s.tick_s;
-    f.faults = up(now_t.faults, then.faults);
-    f.runq_s = runq_sw.runq_s;
-    f.switches = runq_sw.switches;
+    static_cast<TaskFigures&>(f) = now_t.fig.since(then.fig);
     f.blocked_known = false;
-    f.io_known = now_t.read.has_value() && (then.read.has_value() || !had);
-    if (f.io_known) {
-      f.read_bytes = up(*now_t.read, then.read.value_or(0));
-      f.write_bytes = up(*now_t.write, then.write.value_or(0));
-    }
+    f.io_known = now_t.io && (then.io || !had);
+    if (!f.io_known) f[TaskFig::kReadBytes] = f[TaskFig::kWriteBytes] = 0;
     f.rss_bytes = rss;
     row.uid = uid;
     if (!p.cgroup.empty()) row.cgroup = cut_cgroup_path(p.cgroup, opts_.cgroup_depth);
@@ -370,21 +353,11 @@ void ProcTopSource::collect(Samples& /*out*/) {
     ++c.processes;
     c.f.add(r.f);
   }
-  s.cgroup_files.read(s.mount, cgroups);
-
-  auto by_key = [&](const auto& a, const auto& b) { return a.f.key(opts_.sort) > b.f.key(opts_.sort); };
-  auto cut = [&](auto& list) {
-    std::sort(list.begin(), list.end(), by_key);
-    if (opts_.count > 0 && static_cast<int>(list.size()) > opts_.count) list.resize(static_cast<size_t>(opts_.count));
-  };
-  rec->processes_seen = rows.size();
-  cut(rows);
-  rec->processes = std::move(rows);
   for (auto& [path, c] : cgroups) rec->cgroups.push_back(std::move(c));
-  cut(rec->cgroups);
-  s.cgroup_files.read_pressure(rec->cgroups);
-  cut(threads);
+  rec->processes = std::move(rows);
   rec->threads = std::move(threads);
+  rec->count = opts_.count;
+  s.cgroup_files.read(s.mount, *rec);
   s.record = std::move(rec);
 }
 

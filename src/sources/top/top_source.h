@@ -24,8 +24,10 @@
 
 namespace pm {
 
+struct TopInterval;
+
 struct TopOptions {
-  int count = 10;           // rows per list; <= 0: every row (the interactive view sorts and cuts)
+  int count = 10;  // rows each list shows (the record has every row); <= 0: every row
   TopSort sort = TopSort::kCpu;
   int cgroup_depth = 2;     // cgroups deeper than this count for their ancestor at this depth
   bool threads = false;     // a threads list too
@@ -46,6 +48,9 @@ class TopSource final : public Source {
   TopSource(std::shared_ptr<SchedObject> object, TopOptions options, std::string mount);
 
  private:
+  void add_details(TopRecord& rec);
+  void append_series(const TopInterval& iv, Samples& out) const;
+
   std::shared_ptr<SchedObject> object_;
   TopOptions opts_;
   std::unique_ptr<State> state_;

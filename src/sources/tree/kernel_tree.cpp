@@ -67,24 +67,12 @@ bool KernelTree::read(Reading& r) {
 void KernelTree::collect(Samples& out) {
   Reading r;
   if (!read(r)) return;
-  auto ns = [&](int i) { return static_cast<double>(r.fig[i]) * 1e-9; };
-  auto n = [&](int i) { return static_cast<double>(r.fig[i]); };
-  TreeCounters c;
-  c.on_cpu_s = ns(PM_T_ON_CPU_NS);
-  c.runq_s = ns(PM_T_RUNQ_NS);
-  c.blocked_s = ns(PM_T_BLOCKED_NS);
-  c.minor_faults = n(PM_T_MINOR_FAULTS);
-  c.major_faults = n(PM_T_MAJOR_FAULTS);
-  c.voluntary = n(PM_T_VOLUNTARY);
-  c.involuntary = n(PM_T_INVOLUNTARY);
-  c.rchar = n(PM_T_RCHAR);
-  c.wchar = n(PM_T_WCHAR);
-  c.read_bytes = n(PM_T_READ_BYTES);
-  c.write_bytes = n(PM_T_WRITE_BYTES);
-  reported_.at_least(c);
-  split_.update(reported_.on_cpu_s, n(PM_T_USER_NS), n(PM_T_SYSTEM_NS));
-  reported_.user_s = split_.user_s;
-  reported_.system_s = split_.system_s;
+  // User and system time: the exact on-CPU time split in the ratio of the tick-sampled ones.
+  TaskFigures now = task_figures(r.fig);
+  reported_.at_least(now);
+  split_.update(reported_.on_cpu_s(), now[TaskFig::kUser], now[TaskFig::kSystem]);
+  reported_[TaskFig::kUser] = split_.user_s;
+  reported_[TaskFig::kSystem] = split_.system_s;
 
   TreeFigures f;
   f.counters = reported_;

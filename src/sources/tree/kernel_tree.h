@@ -48,7 +48,7 @@ class KernelTree final : public TreeSource {
   PssSampler pss_;
   bool new_tree_;
   std::vector<pm_task> live_;
-  TreeCounters reported_;
+  TaskFigures reported_;
   CpuSplit split_;
   double page_size_;
 };

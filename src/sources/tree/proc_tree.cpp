@@ -25,17 +25,6 @@ void for_each_pid(std::string_view text, F&& f) {
 
 }  // namespace
 
-void ProcTree::Inclusive::add(const Inclusive& o) {
-  user += o.user;
-  system += o.system;
-  minflt += o.minflt;
-  majflt += o.majflt;
-  rchar += o.rchar;
-  wchar += o.wchar;
-  read_bytes += o.read_bytes;
-  write_bytes += o.write_bytes;
-}
-
 ProcTree::ProcTree(std::string proc_root)
     : proc_(std::move(proc_root)),
       pss_(proc_),
@@ -117,10 +106,10 @@ void ProcTree::on_reaped(int pid, const Reaped& usage) {
   auto it = members_.find(pid);
   if (it == members_.end()) return;
   Member& m = it->second;
-  m.inc.user = usage.user_s;
-  m.inc.system = usage.system_s;
-  m.inc.minflt = std::max(m.inc.minflt, usage.minflt);
-  m.inc.majflt = std::max(m.inc.majflt, usage.majflt);
+  m.inc[TaskFig::kUser] = usage.user_s;
+  m.inc[TaskFig::kSystem] = usage.system_s;
+  m.inc[TaskFig::kMinorFaults] = std::max(m.inc[TaskFig::kMinorFaults], usage.minflt);
+  m.inc[TaskFig::kMajorFaults] = std::max(m.inc[TaskFig::kMajorFaults], usage.majflt);
   retire(m, /*absorbed_by_parent=*/false);
   members_.erase(it);
 }
@@ -132,8 +121,7 @@ bool ProcTree::was_member(int pid, uint64_t started_before) const {
 
 void ProcTree::retire(const Member& m, bool absorbed_by_parent) {
   if (!absorbed_by_parent) exited_inc_.add(m.inc);
-  exited_own_.voluntary += m.own.voluntary;
-  exited_own_.involuntary += m.own.involuntary;
+  exited_own_.add(m.own);
 }
 
 Result<std::string_view> ProcTree::read_kept(UniqueFd& fd, const std::string& path) {
@@ -167,10 +155,10 @@ ProcTree::ReadResult ProcTree::read_member(Member& m) {
   auto ticks = [&](uint64_t own, int64_t children) {
     return static_cast<double>(own + static_cast<uint64_t>(std::max<int64_t>(children, 0))) * tick_seconds_;
   };
-  m.inc.user = ticks(st->utime, st->cutime);
-  m.inc.system = ticks(st->stime, st->cstime);
-  m.inc.minflt = static_cast<double>(st->minflt + st->cminflt);
-  m.inc.majflt = static_cast<double>(st->majflt + st->cmajflt);
+  m.inc[TaskFig::kUser] = ticks(st->utime, st->cutime);
+  m.inc[TaskFig::kSystem] = ticks(st->stime, st->cstime);
+  m.inc[TaskFig::kMinorFaults] = static_cast<double>(st->minflt + st->cminflt);
+  m.inc[TaskFig::kMajorFaults] = static_cast<double>(st->majflt + st->cmajflt);
   m.threads = static_cast<double>(st->num_threads);
   m.vm_size = static_cast<double>(st->vsize);
   m.rss = m.zombie ? 0 : static_cast<double>(std::max<int64_t>(st->rss_pages, 0)) * page_size_;
@@ -181,10 +169,10 @@ ProcTree::ReadResult ProcTree::read_member(Member& m) {
   }
   if (io_text) {
     if (auto io = procfs::parse_pid_io(*io_text)) {
-      m.inc.rchar = static_cast<double>(io->rchar);
-      m.inc.wchar = static_cast<double>(io->wchar);
-      m.inc.read_bytes = static_cast<double>(io->read_bytes);
-      m.inc.write_bytes = static_cast<double>(io->write_bytes);
+      m.inc[TaskFig::kRchar] = static_cast<double>(io->rchar);
+      m.inc[TaskFig::kWchar] = static_cast<double>(io->wchar);
+      m.inc[TaskFig::kReadBytes] = static_cast<double>(io->read_bytes);
+      m.inc[TaskFig::kWriteBytes] = static_cast<double>(io->write_bytes);
     }
   }
   read_switches(m, base);
@@ -196,13 +184,13 @@ ProcTree::ReadResult ProcTree::read_member(Member& m) {
 
 void ProcTree::read_switches(Member& m, const std::string& base) {
   // Context switches are per thread: one status file when single-threaded, else one per thread.
-  Own own;
+  TaskFigures own;
   bool memory = false;
   auto add_status = [&](const std::string& path) {
     if (auto text = reader_.read(path)) {
       if (auto status = procfs::parse_pid_status(*text)) {
-        own.voluntary += static_cast<double>(status->voluntary_ctxt_switches);
-        own.involuntary += static_cast<double>(status->nonvoluntary_ctxt_switches);
+        own[TaskFig::kVoluntary] += static_cast<double>(status->voluntary_ctxt_switches);
+        own[TaskFig::kInvoluntary] += static_cast<double>(status->nonvoluntary_ctxt_switches);
         // The process's memory (any thread's status shows its mm), summed over the per-CPU
         // counters where the kernel sums them (6.16 on), unlike stat's RSS: stat's stands else.
         if (!memory && !m.zombie && status->vm_rss > 0) {
@@ -220,8 +208,7 @@ void ProcTree::read_switches(Member& m, const std::string& base) {
       add_status(base + "task/" + tid + "/status");  // NOLINT(performance-inefficient-string-concatenation)
   }
   // A thread that ended takes its switches with it; a member's count never goes back.
-  m.own.voluntary = std::max(m.own.voluntary, own.voluntary);
-  m.own.involuntary = std::max(m.own.involuntary, own.involuntary);
+  m.own.at_least(own);
 }
 
 void ProcTree::children_of(Member& m, std::vector<int>& out) {
@@ -304,15 +291,14 @@ void ProcTree::collect(Samples& out) {
   }
   for (int pid : gone) members_.erase(pid);
 
-  Inclusive inc = exited_inc_;
-  Own own = exited_own_;
+  TaskFigures inc = exited_inc_;
+  TaskFigures own = exited_own_;
   TreeFigures f;
   std::vector<PssSampler::Member> live;
   double anon = 0;
   for (const auto& [pid, m] : members_) {
     inc.add(m.inc);
-    own.voluntary += m.own.voluntary;
-    own.involuntary += m.own.involuntary;
+    own.add(m.own);
     if (m.zombie) continue;
     f.processes += 1;
     f.threads += m.threads;
@@ -321,17 +307,10 @@ void ProcTree::collect(Samples& out) {
     anon += m.anon;
     live.push_back({pid, m.rss, m.vm_size});
   }
-  TreeCounters c;
-  c.user_s = inc.user;
-  c.system_s = inc.system;
-  c.minor_faults = inc.minflt;
-  c.major_faults = inc.majflt;
-  c.voluntary = own.voluntary;
-  c.involuntary = own.involuntary;
-  c.rchar = inc.rchar;
-  c.wchar = inc.wchar;
-  c.read_bytes = inc.read_bytes;
-  c.write_bytes = inc.write_bytes;
+  // The tree's: the members' inclusive figures and their own switches.
+  TaskFigures c = inc;
+  c[TaskFig::kVoluntary] = own[TaskFig::kVoluntary];
+  c[TaskFig::kInvoluntary] = own[TaskFig::kInvoluntary];
   reported_.at_least(c);
   f.counters = reported_;
   f.io_known = io_denied_.empty();

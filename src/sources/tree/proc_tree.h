@@ -58,16 +58,6 @@ class ProcTree final : public TreeSource {
   [[nodiscard]] size_t live() const { return members_.size(); }
 
  private:
-  // Figures the kernel folds into the reaping parent (seconds and counts, inclusive of children).
-  struct Inclusive {
-    double user = 0, system = 0;
-    double minflt = 0, majflt = 0;
-    double rchar = 0, wchar = 0, read_bytes = 0, write_bytes = 0;
-    void add(const Inclusive& o);
-  };
-  struct Own {
-    double voluntary = 0, involuntary = 0;
-  };
   struct Member {
     int pid = 0;
     int ppid = 0;
@@ -75,8 +65,9 @@ class ProcTree final : public TreeSource {
     bool zombie = false;
     double threads = 0, vm_size = 0, rss = 0, anon = 0;
     UniqueFd stat_fd, io_fd, children_fd;  // kept open: read again every pass
-    Inclusive inc;
-    Own own;
+    // What the kernel folds into the reaping parent, children included (CPU time, faults, I/O),
+    // and what it does not (context switches: the member's own).
+    TaskFigures inc, own;
   };
 
   enum class ReadResult { kOk, kGone, kSkipped };
@@ -93,11 +84,10 @@ class ProcTree final : public TreeSource {
   std::optional<ProcEvents> events_;
   std::unordered_map<int, Member> members_;
   std::unordered_map<int, uint64_t> ever_;  // every member's start time, by PID
-  Inclusive exited_inc_;
-  Own exited_own_;
+  TaskFigures exited_inc_, exited_own_;
   // The totals last reported: a pass is not atomic (a child reaped between the reads of its
   // parent and its own shows in neither), so totals never go below what was reported.
-  TreeCounters reported_;
+  TaskFigures reported_;
   PssSampler pss_;
   int adopter_ = 0;
   std::string io_denied_;

@@ -191,23 +191,6 @@ void tree_text(TextBlock& b) {
 }
 }  // namespace
 
-void TreeCounters::at_least(const TreeCounters& o) {
-  auto up = [](double& a, double b) { a = std::max(a, b); };
-  up(user_s, o.user_s);
-  up(system_s, o.system_s);
-  up(minor_faults, o.minor_faults);
-  up(major_faults, o.major_faults);
-  up(voluntary, o.voluntary);
-  up(involuntary, o.involuntary);
-  up(read_bytes, o.read_bytes);
-  up(write_bytes, o.write_bytes);
-  up(rchar, o.rchar);
-  up(wchar, o.wchar);
-  up(on_cpu_s, o.on_cpu_s);
-  up(runq_s, o.runq_s);
-  up(blocked_s, o.blocked_s);
-}
-
 void CpuSplit::update(double on_cpu_s, double user_ticks, double system_ticks) {
   if (user_s + system_s >= on_cpu_s) return;  // nothing new to split
   double stime = system_ticks == 0  ? 0
@@ -225,7 +208,8 @@ void CpuSplit::update(double on_cpu_s, double user_ticks, double system_ticks) {
 
 void append_tree_samples(const TreeFigures& f, Samples& out) {
   auto add = [&](const MetricDesc& d, double v) { out.push_back({&d, {}, v}); };
-  const TreeCounters& c = f.counters;
+  const TaskFigures& c = f.counters;
+  using F = TaskFig;
   add(kSeen, f.processes_seen);
   // An empty tree (before exec, after the end) has no size: reporting zeros would make every
   // minimum zero.
@@ -253,22 +237,22 @@ void append_tree_samples(const TreeFigures& f, Samples& out) {
     pss.max_lower_bound = f.pss_max_lower_bound;
     out.push_back(std::move(pss));
   }
-  add(kUser, c.user_s);
-  add(kSystem, c.system_s);
-  add(kMinflt, c.minor_faults);
-  add(kMajflt, c.major_faults);
-  add(kVcsw, c.voluntary);
-  add(kIvcsw, c.involuntary);
+  add(kUser, c[F::kUser]);
+  add(kSystem, c[F::kSystem]);
+  add(kMinflt, c[F::kMinorFaults]);
+  add(kMajflt, c[F::kMajorFaults]);
+  add(kVcsw, c[F::kVoluntary]);
+  add(kIvcsw, c[F::kInvoluntary]);
   if (f.io_known) {  // partial sums would pass for totals
-    add(kReadBytes, c.read_bytes);
-    add(kWriteBytes, c.write_bytes);
-    add(kRchar, c.rchar);
-    add(kWchar, c.wchar);
+    add(kReadBytes, c[F::kReadBytes]);
+    add(kWriteBytes, c[F::kWriteBytes]);
+    add(kRchar, c[F::kRchar]);
+    add(kWchar, c[F::kWchar]);
   }
   if (f.has_times) {
-    add(kOnCpu, c.on_cpu_s);
-    add(kRunq, c.runq_s);
-    add(kBlocked, c.blocked_s);
+    add(kOnCpu, c[F::kOnCpu]);
+    add(kRunq, c[F::kRunq]);
+    add(kBlocked, c[F::kBlocked]);
   }
   if (f.not_followed) add(kNotFollowed, *f.not_followed);
 }

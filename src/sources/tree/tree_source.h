@@ -12,22 +12,13 @@
 
 #include "core/metric.h"
 #include "core/source.h"
+#include "core/task_figures.h"
 
 namespace pm {
 
 // A tree's running totals (counters, since it was first followed) and its current size.
-struct TreeCounters {
-  double user_s = 0, system_s = 0;  // CPU time by mode
-  double minor_faults = 0, major_faults = 0;
-  double voluntary = 0, involuntary = 0;  // context switches
-  double read_bytes = 0, write_bytes = 0, rchar = 0, wchar = 0;
-  double on_cpu_s = 0, runq_s = 0, blocked_s = 0;  // kernel accounting only (has_times)
-  // Raises each figure to at least o's: a running total never goes back.
-  void at_least(const TreeCounters& o);
-};
-
 struct TreeFigures {
-  TreeCounters counters;
+  TaskFigures counters;    // exited members included; on-CPU, run-queue and blocked time only where has_times
   bool has_times = false;  // on-CPU, run-queue and blocked time are known
   bool io_known = true;    // I/O figures could be read for every member
   double processes_seen = 0;

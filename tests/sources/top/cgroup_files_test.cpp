@@ -40,12 +40,17 @@ class CgroupFilesTest : public ::testing::Test {
   }
   // The rows as shown (all of them here), with their pressure read.
   static std::map<std::string, TopCgroup> shown(CgroupFiles& files, std::map<std::string, TopCgroup> rows) {
+    std::vector<TopCgroup*> list;
+    for (auto& [path, c] : rows) list.push_back(&c);
+    files.read_pressure(list);
+    return rows;
+  }
+  // A reading of the rows (kept by path here, for the checks).
+  void read(CgroupFiles& files, std::map<std::string, TopCgroup>& rows) {
     std::vector<TopCgroup> list;
     for (auto& [path, c] : rows) list.push_back(c);
-    files.read_pressure(list);
-    std::map<std::string, TopCgroup> out;
-    for (TopCgroup& c : list) out[c.path] = c;
-    return out;
+    files.read(root_.string(), list);
+    for (TopCgroup& c : list) rows[c.path] = c;
   }
   fs::path root_;
 };
@@ -57,7 +62,7 @@ TEST_F(CgroupFilesTest, UsageIncreaseAndPressureFromFilesKeptOpen) {
   pressure("a", "memory.pressure", "0.00");
   CgroupFiles files;
   auto r = rows({"/a"});
-  files.read(root_.string(), r);
+  read(files, r);
   r = shown(files, r);
   EXPECT_FALSE(r["/a"].cpu_stat_s) << "no increase without a reading before";
   EXPECT_DOUBLE_EQ(r["/a"].cpu_pressure_pct.value_or(-1), 1.5);
@@ -68,7 +73,7 @@ TEST_F(CgroupFilesTest, UsageIncreaseAndPressureFromFilesKeptOpen) {
   usage("a", 1'750'000);
   pressure("a", "cpu.pressure", "7.00");
   r = rows({"/a"});
-  files.read(root_.string(), r);
+  read(files, r);
   EXPECT_FALSE(r["/a"].cpu_pressure_pct) << "pressure is read for the rows shown only";
   r = shown(files, r);
   EXPECT_DOUBLE_EQ(r["/a"].cpu_stat_s.value_or(-1), 0.75);
@@ -81,12 +86,12 @@ TEST_F(CgroupFilesTest, ARowThatSkippedAReadingHasNoIncrease) {
   usage("b", 10);
   CgroupFiles files;
   auto r = rows({"/a", "/b"});
-  files.read(root_.string(), r);
+  read(files, r);
   usage("b", 2'000'010);
   r = rows({"/a"});  // /b has no row this time: its files are closed
-  files.read(root_.string(), r);
+  read(files, r);
   r = rows({"/a", "/b"});
-  files.read(root_.string(), r);
+  read(files, r);
   EXPECT_FALSE(r["/b"].cpu_stat_s) << "the 2 s were not this interval's";
   EXPECT_DOUBLE_EQ(r["/a"].cpu_stat_s.value_or(-1), 0);
 }
@@ -94,7 +99,7 @@ TEST_F(CgroupFilesTest, ARowThatSkippedAReadingHasNoIncrease) {
 TEST_F(CgroupFilesTest, AGoneDirectoryIsRemovedAndMissingFilesAreAbsent) {
   CgroupFiles files;
   auto r = rows({"/a", "/gone"});
-  files.read(root_.string(), r);  // /a has no files at all
+  read(files, r);  // /a has no files at all
   r = shown(files, r);
   EXPECT_TRUE(r["/gone"].removed);
   EXPECT_FALSE(r["/a"].removed);
@@ -123,10 +128,10 @@ TEST_F(CgroupFilesTest, OutOfFdsTheRestAreReadByPath) {
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
   CgroupFiles files;
   auto first = r;
-  files.read(root_.string(), first);
+  read(files, first);
   for (int i = 0; i < 8; ++i) usage("c" + std::to_string(i), 1'500'000);
   auto second = r;
-  files.read(root_.string(), second);
+  read(files, second);
   second = shown(files, second);
   ::setrlimit(RLIMIT_NOFILE, &saved);
   for (const auto& [path, c] : second) {
@@ -158,10 +163,10 @@ TEST_F(CgroupFilesTest, AtMostKMaxKeptFilesStayOpen) {
   int before = fds();
   CgroupFiles files;
   auto first = r;
-  files.read(root_.string(), first);
+  read(files, first);
   for (int i = 0; i < kCgroups; ++i) usage("k" + std::to_string(i), 1'000'010);
   auto second = r;
-  files.read(root_.string(), second);
+  read(files, second);
   second = shown(files, second);
   EXPECT_LE(fds() - before, static_cast<int>(CgroupFiles::kMaxKept));
   for (const auto& [path, c] : second) {
@@ -175,9 +180,9 @@ TEST_F(CgroupFilesTest, MalformedFilesGiveNoFigure) {
   write("a", "cpu.pressure", "some avg10=\n");
   CgroupFiles files;
   auto r = rows({"/a"});
-  files.read(root_.string(), r);
+  read(files, r);
   r = rows({"/a"});
-  files.read(root_.string(), r);
+  read(files, r);
   r = shown(files, r);
   EXPECT_FALSE(r["/a"].cpu_stat_s);
   EXPECT_FALSE(r["/a"].cpu_pressure_pct);

@@ -138,7 +138,7 @@ TEST(ProcTopSource, DeltasPerPidAndStartTimeNeverNegativeOnReuse) {
   EXPECT_NEAR(by_pid[100]->f.cpu_s(), 3 * tick, 1e-9);  // from zero: a new process, not 3 - 1000
   EXPECT_EQ(by_pid[100]->command, "new");
   EXPECT_NEAR(by_pid[200]->f.cpu_s(), 50 * tick, 1e-9);
-  EXPECT_NEAR(by_pid[200]->f.runq_s, 0.25, 1e-9);
+  EXPECT_NEAR(by_pid[200]->f.runq_s(), 0.25, 1e-9);
   EXPECT_EQ(by_pid[200]->command, "stays --flag");
   EXPECT_EQ(by_pid[200]->uid, 4242u);
   EXPECT_EQ(by_pid[200]->user, "4242");  // no name in the user database: the number
@@ -149,8 +149,8 @@ TEST(ProcTopSource, DeltasPerPidAndStartTimeNeverNegativeOnReuse) {
   EXPECT_NEAR(by_pid[200]->f.rss_bytes.value_or(0), 25.0 * static_cast<double>(::sysconf(_SC_PAGESIZE)), 1);
   EXPECT_NEAR(by_pid[300]->f.cpu_s(), 7 * tick, 1e-9);
   for (const TopProcess& p : top.processes) {
-    EXPECT_GE(p.f.user_s, 0);
-    EXPECT_GE(p.f.runq_s, 0);
+    EXPECT_GE(p.f.user_s(), 0);
+    EXPECT_GE(p.f.runq_s(), 0);
   }
   // Threads: one each (the process itself), CPU from schedstat.
   std::map<int, const TopProcess*> by_tid;

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sources/top/top_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/metric.h"
+#include "core/text.h"
+#include "scheduler.h"
+#include "sources/kernel/sched_object.h"
+#include "sources/top/cgroup_names.h"
+
+namespace pm {
+namespace {
+
+// Readings a process with neither a live task nor a death seen is kept for: its last task may be
+// between its exit and its final switch (the iterator skips it, its figures are not in the exited
+// map yet), or have died between the taking of the deaths and the iterator; its death then comes
+// with the next reading, and its figures count from the last ones seen, not from zero.
+constexpr int kAbsentReadings = 2;
+
+std::string comm_of(const char (&comm)[16]) { return {comm, strnlen(comm, sizeof comm)}; }
+
+}  // namespace
+
+void TopModel::Runq::add(const Runq& o) {
+  count += o.count;
+  ns += o.ns;
+  hist.resize(std::max(hist.size(), o.hist.size()));
+  for (size_t b = 0; b < o.hist.size(); ++b) hist[b] += o.hist[b];
+}
+
+TopModel::TopModel(TopModelOptions options, CgroupPath path_of, double page_size)
+    : opts_(options), path_of_(std::move(path_of)), page_size_(page_size) {}
+
+std::optional<std::string> TopModel::cgroup_of(uint64_t id) const {
+  auto full = path_of_(id);
+  if (!full) return std::nullopt;  // gone (removed since): the row is no cgroup's, never the root's
+  return cut_cgroup_path(*full, opts_.cgroup_depth);
+}
+
+double TopModel::rss_of(const pm_task& t) const {
+  return static_cast<double>(t.rss_pages[PM_RSS_FILE] + t.rss_pages[PM_RSS_ANON] + t.rss_pages[PM_RSS_SHMEM]) *
+         page_size_;
+}
+
+TopInterval TopModel::read(const TopReading& in) {
+  Pass p{in};
+  // A process that began after the reading before the last one could not have been counted yet
+  // unless it has state (kept for kAbsentReadings readings after it was last seen).
+  // (Right after the baseline: the baseline, what began before it is not the run's.)
+  p.never_counted_after = read_ns_before_ != 0 ? read_ns_before_ : last_read_ns_;
+  read_ns_before_ = last_read_ns_;
+  last_read_ns_ = in.read_ns;
+  tasks(p);
+  deaths(p);
+  processes(p);
+  forget_absent(p);
+  runq_latency(p);
+  export_series(p);
+  if (in.seconds == 0) return {};  // the baseline: state only
+  for (auto& [path, c] : p.cgroups) p.out.cgroups.push_back(std::move(c));
+  // A thread's user and command line are its process's (set where the details are read).
+  return std::move(p.out);
+}
+
+// Live tasks, per process; a runnable task's blocked time is the one it had when it last slept.
+void TopModel::tasks(Pass& p) {
+  std::map<ProcessKey, Task> tasks_now;
+  for (const pm_task& t : *p.in.live) {
+    ProcessKey pk{t.tgid, t.leader_start_ns}, tk{t.pid, t.start_ns};
+    TaskFigures tt = task_figures(t.fig);
+    Task& task = tasks_now[tk];
+    auto prev = tasks_.find(tk);
+    // A runnable task's blocked time is not read (the kernel has no figure as of its last
+    // wakeup here): its last exact one stands, and the sleep it woke from comes with the next
+    // reading where it sleeps, an interval late. What an interval is given is at most what its
+    // life in the interval leaves beside its time on a CPU and on the run queue (life = on-CPU +
+    // runnable + blocked): a thread's share never passes 100 %, and a sleep that belonged to the
+    // interval before is not counted again in this one.
+    bool runnable = (t.flags & PM_TASK_RUNNABLE) != 0;
+    double kernel_blocked = runnable ? (prev != tasks_.end() ? prev->second.kernel_blocked : 0) : tt[TaskFig::kBlocked];
+    double blocked = kernel_blocked;
+    if (prev != tasks_.end()) {
+      const Task& was = prev->second;
+      double life = p.in.read_ns > t.start_ns ? static_cast<double>(p.in.read_ns - t.start_ns) * 1e-9 : 0;
+      double room = std::min(p.in.seconds, life) - std::max(0.0, tt.on_cpu_s() - was.last.on_cpu_s()) -
+                    std::max(0.0, tt.runq_s() - was.last.runq_s());
+      blocked = was.blocked + std::clamp(kernel_blocked - was.kernel_blocked, 0.0, std::max(room, 0.0));
+    }
+    tt[TaskFig::kBlocked] = blocked;
+    task.kernel_blocked = kernel_blocked;
+    task.blocked = blocked;
+    if (opts_.threads && prev != tasks_.end()) {
+      TopProcess row{static_cast<int>(t.tgid), static_cast<int>(t.pid), comm_of(t.comm)};
+      row.f = top_delta(tt, prev->second.last);
+      row.start_ns = t.start_ns;
+      row.kernel = (t.flags & PM_TASK_KTHREAD) != 0;
+      row.ppid = static_cast<int>(t.ppid);
+      if (runnable) row.state = 'R';
+      // A thread's memory is its process's (one mm): its RSS is the process's, set below.
+      if (t.flags & PM_TASK_HAS_MM) row.f.rss_bytes = rss_of(t);
+      row.cgroup = cgroup_of(t.cgroup_id).value_or("");
+      p.out.threads.push_back(std::move(row));
+      p.thread_process.push_back(pk);
+    }
+    task.last = tt;
+    p.live[pk].add(tt);
+    // The leader's figures are summed over the CPUs (bpf/core_fixes.bpf.h): they win.
+    if ((t.flags & PM_TASK_HAS_MM) && (p.rss.count(pk) == 0 || t.pid == t.tgid)) p.rss[pk] = rss_of(t);
+    if (t.pid == t.tgid || p.leader.count(pk) == 0) p.leader[pk] = &t;
+  }
+  tasks_ = std::move(tasks_now);
+  for (size_t i = 0; i < p.out.threads.size(); ++i) {
+    TopProcess& row = p.out.threads[i];
+    if (auto it = p.rss.find(p.thread_process[i]); it != p.rss.end() && row.f.rss_bytes) row.f.rss_bytes = it->second;
+  }
+}
+
+// Deaths: a live process's dead threads add to its `dead`; a process with no live task left has
+// ended, and this is its last interval (a thread of it that dies later adds a row of its own).
+void TopModel::deaths(Pass& p) {
+  for (const auto& [k, e] : *p.in.exited) {
+    ProcessKey pk{k.tgid, k.leader_start_ns};
+    Process& proc = processes_[pk];
+    proc.dead.add(task_figures(e.fig));
+    // Its name and cgroup as they were when its task died (it may have exec'd or moved since it
+    // was last seen); a live process's are set from its main thread below.
+    if (e.comm[0] != 0) proc.comm = comm_of(e.comm);
+    if (e.cgroup_id != 0) proc.cgroup_id = e.cgroup_id;
+    if (p.live.count(pk) == 0) p.ended.insert(pk);
+  }
+}
+
+TopCgroup& TopModel::cgroup_row(Pass& p, uint64_t id, const std::string& path) {
+  TopCgroup& c = p.cgroups[path];
+  c.path = path;
+  c.with_descendants = cgroup_depth_of(path) >= opts_.cgroup_depth;
+  p.cgroup_ids[path].insert(id);
+  return c;
+}
+
+// A process that moved within the interval: what it ran before each move ran in the cgroup it
+// left (the kernel's cpu.stat says so too). Its on-CPU time at each move splits the interval's;
+// each part is user and system time in the interval's ratio. Returns the CPU so credited.
+double TopModel::credit_moves(Pass& p, const ProcessKey& pk, uint64_t from, double last_cpu, double now_cpu,
+                              const TopFigures& f) {
+  auto it = p.moved.find(pk);
+  double cpu = f.cpu_s();
+  if (it == p.moved.end() || cpu <= 0 || from == 0) return 0;
+  double dead_cpu = processes_[pk].dead.on_cpu_s();
+  double at = last_cpu, credited = 0;
+  for (const pm_move* m : it->second) {
+    // Its live threads' time at the move, and the dead ones' (most of them died before it).
+    double upto = std::clamp(static_cast<double>(m->on_cpu_ns) * 1e-9 + dead_cpu, at, now_cpu);
+    auto path = cgroup_of(from);
+    if (upto > at && path) {
+      double share = (upto - at) / cpu;
+      TopCgroup& c = cgroup_row(p, from, *path);
+      c.f[TaskFig::kUser] += f.user_s() * share;
+      c.f[TaskFig::kSystem] += f.system_s() * share;
+      credited += upto - at;
+    }
+    at = upto;
+    from = m->cgroup_id;
+  }
+  return std::min(credited, cpu);
+}
+
+// A process's row for the interval, and what it adds to its cgroup's and its group's.
+TopProcess* TopModel::add_row(Pass& p, const ProcessKey& pk, Process& proc, const TaskFigures& now, bool gone) {
+  // A process not seen before counts from zero only when it began after the reading before
+  // the last: none of its figures counted yet (a reading that saw it left state, still kept).
+  // One that began earlier was there, unseen, or forgotten: what it did before is unknown here,
+  // so no row for this interval, its figures from now on.
+  bool known = proc.seen || pk.start >= p.never_counted_after;
+  bool had = proc.seen;
+  double last_cpu = proc.last.on_cpu_s();
+  TopFigures f = top_delta(now, proc.seen ? proc.last : TaskFigures{});
+  if (proc.seen) {
+    proc.last.at_least(now);
+  } else {
+    proc.last = now;
+  }
+  proc.seen = true;
+  proc.absent = 0;
+  if (auto r = p.rss.find(pk); r != p.rss.end()) f.rss_bytes = r->second;
+  uint64_t before = std::exchange(proc.cgroup_before, proc.cgroup_id);
+  if (p.in.seconds == 0 || !known) return nullptr;  // the baseline reading, or no baseline for it
+  TopProcess row{static_cast<int>(pk.tgid), 0, proc.comm};
+  row.start_ns = pk.start;
+  row.exited = gone;
+  row.kernel = proc.kernel;
+  row.ppid = static_cast<int>(proc.ppid);
+  row.f = f;
+  TopFigures here = f;  // what its cgroup now gets: all but the CPU it ran elsewhere
+  if (had) {
+    if (double elsewhere = credit_moves(p, pk, before, last_cpu, now.on_cpu_s(), f); elsewhere > 0) {
+      double cpu = f.cpu_s();
+      here[TaskFig::kUser] -= f.user_s() * elsewhere / cpu;
+      here[TaskFig::kSystem] -= f.system_s() * elsewhere / cpu;
+    }
+  }
+  if (auto path = cgroup_of(proc.cgroup_id)) {
+    row.cgroup = *path;
+    TopCgroup& c = cgroup_row(p, proc.cgroup_id, row.cgroup);
+    c.f.add(here);
+    if (!gone) ++c.processes;
+  }
+  if (opts_.process_groups != nullptr && std::regex_search(proc.comm, *opts_.process_groups)) {
+    p.groups[proc.comm].add(f);
+    if (!gone) ++p.group_procs[proc.comm];
+  }
+  p.out.processes.push_back(std::move(row));
+  return &p.out.processes.back();
+}
+
+// Per process: the interval's figures, and the rows they add to (its cgroup at the depth limit,
+// its named group).
+void TopModel::processes(Pass& p) {
+  for (const pm_move& m : *p.in.moves) p.moved[{m.tgid, m.leader_start_ns}].push_back(&m);
+  for (auto& [pk, list] : p.moved) {
+    std::stable_sort(list.begin(), list.end(), [](const pm_move* a, const pm_move* b) { return a->at_ns < b->at_ns; });
+  }
+  for (auto& [pk, totals] : p.live) {
+    Process& proc = processes_[pk];
+    if (const pm_task* l = p.leader[pk]) {
+      proc.comm = comm_of(l->comm);
+      proc.cgroup_id = l->cgroup_id;
+      proc.ppid = l->ppid;
+      if (l->flags & PM_TASK_KTHREAD) proc.kernel = true;
+    }
+    TaskFigures now = totals;
+    now.add(proc.dead);
+    add_row(p, pk, proc, now, false);
+  }
+  for (const ProcessKey& pk : p.ended) {
+    Process& proc = processes_[pk];
+    add_row(p, pk, proc, proc.dead, true);
+  }
+}
+
+// Processes with neither a live task nor a death this reading: ended earlier (a thread of it
+// may still be on its way out), or its last task is; kept a while, then forgotten.
+void TopModel::forget_absent(Pass& p) {
+  for (auto it = processes_.begin(); it != processes_.end();) {
+    bool here = p.live.count(it->first) != 0 || p.ended.count(it->first) != 0;
+    it = !here && ++it->second.absent > kAbsentReadings ? processes_.erase(it) : std::next(it);
+  }
+}
+
+// Run-queue latency per cgroup: the kernel keeps it per cgroup (a slot each, while slots last),
+// a row is its cgroup and, at the depth limit, its descendants. Per id, the increase since the
+// last reading; per row, their sum: the interval's quantiles.
+void TopModel::runq_latency(Pass& p) {
+  std::set<uint64_t> slotted;
+  std::map<uint64_t, Runq> ids_now;
+  auto up = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
+  for (const CgroupRunq& r : *p.in.runq) {
+    auto path = cgroup_of(r.cgroup_id);
+    if (!path) continue;  // removed: what it had is counted already, and it gets no more
+    slotted.insert(r.cgroup_id);
+    ids_now[r.cgroup_id] = {r.count, r.ns, r.hist};
+    auto last = runq_ids_.find(r.cgroup_id);
+    bool had = last != runq_ids_.end();
+    Runq d{up(r.count, had ? last->second.count : 0), up(r.ns, had ? last->second.ns : 0), r.hist};
+    for (size_t b = 0; b < d.hist.size(); ++b) {
+      d.hist[b] = up(r.hist[b], had && b < last->second.hist.size() ? last->second.hist[b] : 0);
+    }
+    p.runq[*path].add(d);
+  }
+  runq_ids_ = std::move(ids_now);
+  for (auto& [path, c] : p.cgroups) {
+    // Read when each of its cgroups holds a slot, or none was refused one (then a cgroup without
+    // a slot had no task switch in): no quantiles then means no waits ("-"), else n/a.
+    const auto& ids = p.cgroup_ids[path];
+    c.runq_read =
+        p.in.all_slotted || std::all_of(ids.begin(), ids.end(), [&](uint64_t id) { return slotted.count(id) != 0; });
+    auto it = p.runq.find(path);
+    if (!c.runq_read || it == p.runq.end()) continue;
+    double p50 = log2_quantile(it->second.hist, 0.5, opts_.hist_base);
+    double p99 = log2_quantile(it->second.hist, 0.99, opts_.hist_base);
+    if (!std::isnan(p50)) c.runq_p50_s = p50;
+    if (!std::isnan(p99)) c.runq_p99_s = p99;
+  }
+}
+
+// Per cgroup and per group, each bounded by max_series (the busiest first), the running totals.
+void TopModel::export_series(Pass& p) {
+  struct Row {
+    bool cgroup;
+    const std::string* raw;
+    const TopFigures* f;
+  };
+  std::vector<Row> kept;
+  for (bool cgroup : {true, false}) {
+    std::vector<Row> list;
+    if (cgroup) {
+      for (const auto& [path, c] : p.cgroups) list.push_back({true, &path, &c.f});
+    } else {
+      for (const auto& [name, f] : p.groups) list.push_back({false, &name, &f});
+    }
+    std::stable_sort(list.begin(), list.end(),
+                     [&](const Row& a, const Row& b) { return a.f->key(opts_.sort) > b.f->key(opts_.sort); });
+    if (static_cast<int>(list.size()) > opts_.max_series) {
+      dropped_ += list.size() - static_cast<size_t>(opts_.max_series);
+      list.resize(static_cast<size_t>(opts_.max_series));
+    }
+    kept.insert(kept.end(), list.begin(), list.end());
+  }
+  // A label value is the name made valid UTF-8 without control characters (clean_utf8): names
+  // that differ only in such bytes are one series, the sum of their rows.
+  struct Exported {
+    TopFigures f;
+    int procs = 0;
+    bool timed = false;
+    Runq runq;
+  };
+  std::map<std::string, Exported> out[2];  // [cgroup]
+  for (const Row& r : kept) {
+    Exported& e = out[r.cgroup][clean_utf8(*r.raw)];
+    e.f.add(*r.f);
+    e.procs += r.cgroup ? p.cgroups[*r.raw].processes : p.group_procs[*r.raw];
+    auto iv = p.runq.find(*r.raw);
+    if (!r.cgroup || iv == p.runq.end() || !p.cgroups[*r.raw].runq_read) continue;
+    e.timed = true;
+    e.runq.add(iv->second);
+  }
+  for (bool cgroup : {true, false}) {
+    auto& rows_kept = cgroup ? cgroup_rows_ : group_rows_;
+    for (const auto& [name, e] : out[cgroup]) {
+      TaskFigures& total = rows_kept[name];
+      total.add(e.f);
+      TopSeries s{cgroup, name, total, e.procs, e.f.rss_bytes};
+      // The row's run-queue histogram: a running sum of its intervals, as its other counters.
+      if (e.timed) {
+        Runq& r = runq_rows_[name];
+        r.add(e.runq);
+        s.timed = true;
+        s.runq_count = r.count;
+        s.runq_ns = r.ns;
+        s.runq_hist = r.hist;
+      }
+      p.out.series.push_back(std::move(s));
+    }
+    // A row not exported this interval (its cgroup removed, its processes gone or renamed, or
+    // over --max-series) is forgotten: what is kept is bounded by what is alive. Its last
+    // interval went out with the reading before; should it come back, its series start again
+    // from zero (a counter reset, which Prometheus's rate() expects).
+    std::erase_if(rows_kept, [&](const auto& kv) { return out[cgroup].count(kv.first) == 0; });
+  }
+  std::erase_if(runq_rows_, [&](const auto& kv) {
+    auto e = out[1].find(kv.first);
+    return e == out[1].end() || !e->second.timed;
+  });
+  p.out.dropped = dropped_;
+}
+
+}  // namespace pm

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+// The top lists' arithmetic, apart from the kernel and the files: from the tasks a reading found
+// (live, each with its running figures) and those that died or changed cgroup since the reading
+// before, every process's, thread's and cgroup's figures in the interval; then, per cgroup row
+// and per named process group, the running totals exported as metrics (at most max_series of
+// each, the busiest). Pure: tests give it synthetic task vectors (tests/sources/top/).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/task_figures.h"
+#include "core/top.h"
+
+#include <linux/types.h>
+
+#include "tree.h"  // pm_task, pm_process_key, pm_exited (the kernel side's records)
+
+struct pm_move;
+
+namespace pm {
+
+struct CgroupRunq;
+
+struct TopModelOptions {
+  int cgroup_depth = 2;                        // a deeper cgroup's processes count for its ancestor at this depth
+  bool threads = false;                        // rows per thread too
+  const std::regex* process_groups = nullptr;  // comm patterns summed per group
+  int max_series = 1000;                       // cgroup and group rows exported at most (the busiest by `sort`)
+  TopSort sort = TopSort::kCpu;
+  double hist_base = 1e-6;  // the run-queue histograms' unit, in seconds
+};
+
+// One reading's input.
+struct TopReading {
+  uint64_t read_ns = 0;  // CLOCK_MONOTONIC just before the tasks were read (the tasks' start clock)
+  double seconds = 0;    // since the reading before; 0: this is the baseline
+  const std::vector<pm_task>* live = nullptr;
+  const std::vector<std::pair<pm_process_key, pm_exited>>* exited = nullptr;  // since the reading before
+  const std::vector<pm_move>* moves = nullptr;                                // likewise
+  const std::vector<CgroupRunq>* runq = nullptr;  // per cgroup id, the kernel's running totals
+  bool all_slotted = true;                        // every cgroup seen got a run-queue slot
+};
+
+// A cgroup or group row's exported running totals.
+struct TopSeries {
+  bool cgroup = true;  // else a process group
+  std::string name;    // label value: clean UTF-8 (names that differ only in other bytes are one)
+  TaskFigures total;   // running sums of its intervals' figures
+  int processes = 0;   // live at the reading
+  std::optional<double> rss_bytes;
+  bool timed = false;                    // run-queue latency of its cgroups (all of them hold a slot)
+  uint64_t runq_count = 0, runq_ns = 0;  // running, as the histogram
+  std::vector<uint64_t> runq_hist;
+};
+
+struct TopInterval {
+  std::vector<TopProcess> processes;  // every process alive at the reading or ended since the last
+  std::vector<TopProcess> threads;    // when asked for
+  std::vector<TopCgroup> cgroups;     // every cgroup row with a process in it
+  std::vector<TopSeries> series;      // what to export (over max_series left out: `dropped`)
+  uint64_t dropped = 0;               // rows left out of the export so far (each interval's summed)
+};
+
+class TopModel {
+ public:
+  // A cgroup id's full path; absent: the cgroup is gone (removed before it could be named).
+  using CgroupPath = std::function<std::optional<std::string>(uint64_t id)>;
+  TopModel(TopModelOptions options, CgroupPath path_of, double page_size);
+
+  // The interval that ends at this reading. At the baseline (seconds 0) only the state is set,
+  // and no rows come out.
+  TopInterval read(const TopReading& in);
+
+ private:
+  struct ProcessKey {
+    uint32_t tgid;
+    uint64_t start;
+    bool operator<(const ProcessKey& o) const { return std::tie(tgid, start) < std::tie(o.tgid, o.start); }
+  };
+  struct Process {
+    TaskFigures dead;  // threads that died, summed
+    TaskFigures last;  // the totals at the previous reading
+    bool seen = false;
+    bool kernel = false;
+    int absent = 0;  // readings in a row with neither a live task nor a death of it
+    std::string comm;
+    uint32_t ppid = 0;
+    uint64_t cgroup_id = 0;
+    uint64_t cgroup_before = 0;  // its cgroup at the reading before (where a move this interval left)
+  };
+  // Its blocked time as the kernel last gave it exactly (at a reading where it slept), and as
+  // the intervals were given it (each at most the interval's room); its last totals.
+  struct Task {
+    double kernel_blocked = 0, blocked = 0;
+    TaskFigures last;
+  };
+  struct Runq {
+    uint64_t count = 0, ns = 0;
+    std::vector<uint64_t> hist;
+    void add(const Runq& o);
+  };
+  // What one reading works on, from step to step.
+  struct Pass {
+    const TopReading& in;
+    std::map<ProcessKey, TaskFigures> live;  // per process: its live tasks' totals
+    std::map<ProcessKey, double> rss;
+    std::map<ProcessKey, const pm_task*> leader;
+    std::vector<ProcessKey> thread_process;  // each thread row's process
+    std::set<ProcessKey> ended;
+    uint64_t never_counted_after = 0;
+    std::map<std::string, TopCgroup> cgroups;
+    std::map<std::string, std::set<uint64_t>> cgroup_ids;  // the cgroups whose processes a row holds
+    std::map<std::string, TopFigures> groups;
+    std::map<std::string, int> group_procs;
+    std::map<ProcessKey, std::vector<const pm_move*>> moved;
+    std::map<std::string, Runq> runq;  // per row, the interval's
+    TopInterval out;
+  };
+
+  void tasks(Pass& p);
+  void deaths(Pass& p);
+  void processes(Pass& p);
+  TopProcess* add_row(Pass& p, const ProcessKey& pk, Process& proc, const TaskFigures& now, bool gone);
+  double credit_moves(Pass& p, const ProcessKey& pk, uint64_t from, double last_cpu, double now_cpu,
+                      const TopFigures& f);
+  TopCgroup& cgroup_row(Pass& p, uint64_t id, const std::string& path);
+  void forget_absent(Pass& p);
+  void runq_latency(Pass& p);
+  void export_series(Pass& p);
+  std::optional<std::string> cgroup_of(uint64_t id) const;
+  double rss_of(const pm_task& t) const;
+
+  TopModelOptions opts_;
+  CgroupPath path_of_;
+  double page_size_;
+  std::map<ProcessKey, Process> processes_;
+  std::map<ProcessKey, Task> tasks_;   // keyed by (tid, start)
+  std::map<uint64_t, Runq> runq_ids_;  // per cgroup id, the kernel's totals at the last reading
+  std::map<std::string, TaskFigures> cgroup_rows_, group_rows_;  // exported running totals
+  std::map<std::string, Runq> runq_rows_;
+  uint64_t last_read_ns_ = 0, read_ns_before_ = 0;
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace pm
