@@ -8,8 +8,7 @@
 namespace pm {
 
 double log2_quantile(const std::vector<uint64_t>& buckets, double q, double base) {
-  uint64_t total = 0;
-  for (uint64_t b : buckets) total += b;
+  uint64_t total = bucket_total(buckets);
   if (total == 0) return std::numeric_limits<double>::quiet_NaN();
   double rank = q * static_cast<double>(total);
   uint64_t seen = 0;

@@ -129,6 +129,13 @@ struct RatioRule {
   double scale = 1;
 };
 
+// The values a histogram counted: its buckets' sum.
+inline uint64_t bucket_total(const std::vector<uint64_t>& buckets) {
+  uint64_t n = 0;
+  for (uint64_t b : buckets) n += b;
+  return n;
+}
+
 // The q-quantile (0..1) of a log2 histogram, as the upper bound of the bucket it falls in
 // (bucket i holds values below base * 2^i); NaN when the histogram is empty.
 double log2_quantile(const std::vector<uint64_t>& buckets, double q, double base);

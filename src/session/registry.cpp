@@ -27,8 +27,12 @@ Result<std::shared_ptr<SchedObject>> SourceContext::sched() {
     sched_tried_ = true;
     bool follow = target.mode() != Mode::kSystem;
     bool top = !follow && config.top_count > 0;
-    auto loaded = SchedObject::load({config.scheduler_enabled, follow, config.scheduler_hist_unit_ns, top,
-                                     top ? static_cast<uint32_t>(config.cgroup_depth) : 0, target.cgroup_id()});
+    auto loaded = SchedObject::load({.track_tree = follow,
+                                     .track_all = top,
+                                     .cgroup_depth = top ? static_cast<uint32_t>(config.cgroup_depth) : 0,
+                                     .tree_cgroup_id = target.cgroup_id(),
+                                     .hist_unit_ns = config.scheduler_hist_unit_ns,
+                                     .count_system = config.scheduler_enabled});
     if (loaded) {
       sched_ = std::move(*loaded);
     } else {
@@ -133,11 +137,10 @@ Made make_scheduler(SourceContext& ctx) {
 }
 
 Made make_block(SourceContext& ctx) {
-  TreeTarget target;
   bool follow = ctx.target.mode() != Mode::kSystem;
-  target.members_fd = ctx.members_fd();
-  target.track_tree = follow && target.members_fd >= 0;
-  target.hist_unit_ns = ctx.config.block_io_hist_unit_ns;
+  int members = ctx.members_fd();
+  BpfLoadOptions target{
+      .track_tree = follow && members >= 0, .members_fd = members, .hist_unit_ns = ctx.config.block_io_hist_unit_ns};
   auto block = make_block_source(target);
   if (block && follow && !target.track_tree) {
     ctx.notes.push_back({"block_io.tree", "the tree's bios: following a tree needs the typed (tp_btf) programs", true});
@@ -151,9 +154,7 @@ Made make_probes(SourceContext& ctx) {
   std::string exe = ctx.target.executable();
   std::string usdt = !exe.empty() && probes::has_usdt_provider(exe, "perf_monitor") ? exe : "";
   if (ctx.config.probes.empty() && usdt.empty()) return std::unique_ptr<Source>();
-  TreeTarget tree;
-  tree.track_tree = ctx.target.mode() != Mode::kSystem;
-  tree.members_fd = ctx.members_fd();
+  BpfLoadOptions tree{.track_tree = ctx.target.mode() != Mode::kSystem, .members_fd = ctx.members_fd()};
   if (tree.track_tree && tree.members_fd < 0) {
     return make_error(Errc::kUnavailable, "following the target tree needs the scheduler's eBPF programs (tp_btf)");
   }
@@ -167,7 +168,7 @@ Made make_probes(SourceContext& ctx) {
 }
 
 Result<std::string> check_tree(SourceContext& /*ctx*/) {
-  auto sched = SchedObject::load({false, true, 1000});
+  auto sched = SchedObject::load({.track_tree = true, .count_system = false});
   if (sched && (*sched)->follows_tree()) return std::string("exact: kernel per-task accounting (eBPF)");
   return "sampled from /proc: exact kernel accounting unavailable (" +
          (sched ? std::string("no tp_btf") : sched.error().message) + ")";

@@ -33,9 +33,7 @@ Json number(double v) {
 // A log2 histogram: bucket i counts values below bucket_base * 2^i (in the metric's unit).
 template <typename V>
 Json histogram(const V& v) {
-  uint64_t count = 0;
-  for (uint64_t b : v.buckets) count += b;
-  return Json{{"count", count},
+  return Json{{"count", bucket_total(v.buckets)},
               {"sum", number(v.value)},
               {"p50", number(v.p50)},
               {"p90", number(v.p90)},

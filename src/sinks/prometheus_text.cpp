@@ -138,8 +138,7 @@ void append_histogram(std::string& out, std::string_view name, const IntervalVal
     std::string le = fmt::format("{:.12g}", base * std::ldexp(1.0, static_cast<int>(i)));
     append_sample(out, name, "_bucket", *v.labels, static_cast<double>(cumulative), "le", le);
   }
-  uint64_t count = 0;
-  for (uint64_t b : v.total_buckets) count += b;
+  uint64_t count = bucket_total(v.total_buckets);
   append_sample(out, name, "_bucket", *v.labels, static_cast<double>(count), "le", "+Inf");
   append_sample(out, name, "_sum", *v.labels, v.total);
   append_sample(out, name, "_count", *v.labels, static_cast<double>(count));

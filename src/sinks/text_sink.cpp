@@ -17,15 +17,9 @@
 namespace pm {
 namespace {
 
-uint64_t count_of(const std::vector<uint64_t>& buckets) {
-  uint64_t n = 0;
-  for (uint64_t b : buckets) n += b;
-  return n;
-}
-
 void fill(TextBlock& b, const IntervalRecord& rec) {
   for (const IntervalValue& v : rec.values) {
-    b.add({v.desc, v.labels, v.value, v.rate, v.min, v.max, static_cast<double>(count_of(v.buckets)), v.p50, v.p90,
+    b.add({v.desc, v.labels, v.value, v.rate, v.min, v.max, static_cast<double>(bucket_total(v.buckets)), v.p50, v.p90,
            v.p99, v.derived});
   }
 }
@@ -34,8 +28,8 @@ void fill(TextBlock& b, const SummaryRecord& rec) {
   for (const SummaryValue& v : rec.values) {
     bool counts = v.desc->kind != MetricKind::kGauge && !v.derived;
     double rate = counts && rec.seconds > 0 ? v.value / rec.seconds : std::nan("");
-    b.add({v.desc, v.labels, v.value, rate, v.min, v.max, static_cast<double>(count_of(v.buckets)), v.p50, v.p90, v.p99,
-           v.derived, v.max_lower_bound});
+    b.add({v.desc, v.labels, v.value, rate, v.min, v.max, static_cast<double>(bucket_total(v.buckets)), v.p50, v.p90,
+           v.p99, v.derived, v.max_lower_bound});
   }
 }
 

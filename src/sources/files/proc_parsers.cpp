@@ -18,6 +18,7 @@ namespace {
 enum StatIdx : size_t {
   kState = 0,
   kPpid = 1,
+  kFlags = 6,
   kMinflt = 7,
   kCminflt = 8,
   kMajflt = 9,
@@ -26,6 +27,7 @@ enum StatIdx : size_t {
   kStime = 12,
   kCutime = 13,
   kCstime = 14,
+  kNice = 16,
   kNumThreads = 17,
   kStarttime = 19,
   kVsize = 20,
@@ -74,7 +76,8 @@ Result<PidStat> parse_pid_stat(std::string_view text) {
     ok = ok && v.has_value();
     return v.value_or(0);
   };
-  int64_t ppid = i64(kPpid);
+  int64_t ppid = i64(kPpid), nice = i64(kNice);
+  st.flags = u64(kFlags);
   st.minflt = u64(kMinflt);
   st.cminflt = u64(kCminflt);
   st.majflt = u64(kMajflt);
@@ -87,10 +90,11 @@ Result<PidStat> parse_pid_stat(std::string_view text) {
   st.starttime = u64(kStarttime);
   st.vsize = u64(kVsize);
   st.rss_pages = i64(kRss);
-  if (!ok || ppid < 0 || ppid > std::numeric_limits<int>::max()) {
-    return parse_error(kFile, "non-numeric field after comm");
+  if (!ok || ppid < 0 || ppid > std::numeric_limits<int>::max() || nice < -20 || nice > 19) {
+    return parse_error(kFile, "a field after comm is not a number in range");
   }
   st.ppid = static_cast<int>(ppid);
+  st.nice = static_cast<int>(nice);
   return st;
 }
 
@@ -122,6 +126,16 @@ Result<PidStatus> parse_pid_status(std::string_view text) {
       if (!rest.empty() && rest.front() == '\t') rest.remove_prefix(1);
       st.name = std::string(rest);
       have_name = true;
+      return;
+    }
+    if (key == "Uid") {  // real, effective, saved, filesystem: the real one
+      std::string_view ids = rest;
+      std::optional<uint64_t> v = parse_u64(next_field(ids));
+      if (!v || *v > std::numeric_limits<uint32_t>::max()) {
+        err = bad_value(kFile, key, trim(rest));
+        return;
+      }
+      st.uid = static_cast<uint32_t>(*v);
       return;
     }
     int* target = nullptr;

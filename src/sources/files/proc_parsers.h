@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,11 +14,14 @@
 namespace pm::procfs {
 
 // /proc/PID/stat. comm may hold spaces and ')': it runs from the first '(' to the LAST ')'.
+// A thread's (/proc/PID/task/TID/stat) reads the same.
 struct PidStat {
   int pid = 0;
   std::string comm;
   char state = '?';
   int ppid = 0;
+  uint64_t flags = 0;  // PF_* (PF_KTHREAD: a kernel thread; PF_EXITING: on its way out)
+  int nice = 0;
   uint64_t minflt = 0, cminflt = 0, majflt = 0, cmajflt = 0;
   uint64_t utime = 0, stime = 0;   // ticks, this process (all its threads, live and dead)
   int64_t cutime = 0, cstime = 0;  // ticks, reaped children (and their reaped children)
@@ -25,6 +29,7 @@ struct PidStat {
   uint64_t starttime = 0;  // ticks after boot; with pid, identifies a process
   uint64_t vsize = 0;      // bytes
   int64_t rss_pages = 0;
+  [[nodiscard]] bool kernel_thread() const { return (flags & 0x00200000) != 0; }  // PF_KTHREAD
 };
 Result<PidStat> parse_pid_stat(std::string_view text);
 
@@ -32,6 +37,7 @@ Result<PidStat> parse_pid_stat(std::string_view text);
 struct PidStatus {
   std::string name;
   int tgid = 0, pid = 0, ppid = 0;
+  std::optional<uint32_t> uid;  // the real one (Uid's first)
   int64_t threads = 0;
   uint64_t vm_size = 0, vm_rss = 0, vm_hwm = 0, rss_anon = 0, rss_file = 0, rss_shmem = 0, vm_swap = 0;
   uint64_t voluntary_ctxt_switches = 0, nonvoluntary_ctxt_switches = 0;

@@ -164,7 +164,7 @@ struct BlockSource::Impl {
 BlockSource::BlockSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BlockSource::~BlockSource() = default;
 
-Result<std::unique_ptr<BlockSource>> make_block_source(const TreeTarget& target) {
+Result<std::unique_ptr<BlockSource>> make_block_source(const BpfLoadOptions& target) {
   auto impl = std::make_unique<BlockSource::Impl>();
   impl->latency.bucket_base = static_cast<double>(target.hist_unit_ns) * 1e-9;
   auto loaded = load_skeleton<block_bpf>("block I/O", target);

@@ -13,7 +13,7 @@
 namespace pm {
 
 class BlockSource;
-Result<std::unique_ptr<BlockSource>> make_block_source(const TreeTarget& target);
+Result<std::unique_ptr<BlockSource>> make_block_source(const BpfLoadOptions& target);
 
 class BlockSource final : public Source {
  public:

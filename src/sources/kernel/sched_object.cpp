@@ -93,15 +93,10 @@ TaskFigures task_figures(const __u64* fig) {
 SchedObject::SchedObject(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SchedObject::~SchedObject() = default;
 
-Result<std::shared_ptr<SchedObject>> SchedObject::load(const SchedObjectOptions& options) {
+Result<std::shared_ptr<SchedObject>> SchedObject::load(const BpfLoadOptions& options) {
   auto impl = std::make_unique<Impl>();
-  TreeTarget target;
-  target.track_tree = options.track_tree;
-  target.hist_unit_ns = options.hist_unit_ns;
-  target.count_system = options.count_system;
-  target.track_all = options.track_all;
-  target.cgroup_depth = options.cgroup_depth;
-  target.tree_cgroup_id = options.tree_cgroup_id;
+  BpfLoadOptions target = options;
+  target.members_fd = -1;  // the scheduler's object owns the membership map
   // A tree in a cgroup of its own is read by cgroup (kernels since 6.7 have the task list
   // iterator it needs); where that cannot load, the object loads without it.
   // PERF_MONITOR_TREE_WALK=tasks walks every task instead (to compare the two).

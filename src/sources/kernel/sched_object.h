@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/fd.h"
 #include "core/task_figures.h"
+#include "sources/kernel/bpf_load_options.h"
 
 struct bpf_object;
 struct pm_sched_counters;
@@ -26,15 +27,6 @@ struct pm_process_key;
 struct pm_exited;
 
 namespace pm {
-
-struct SchedObjectOptions {
-  bool count_system = true;      // the scheduler source's system-wide figures
-  bool track_tree = false;       // follow a target tree (needs tp_btf)
-  uint64_t hist_unit_ns = 1000;  // run-queue histogram unit
-  bool track_all = false;        // every task's figures, for the top lists (needs tp_btf)
-  uint32_t cgroup_depth = 0;     // run-queue latency per cgroup at this depth (0: off; tp_btf)
-  uint64_t tree_cgroup_id = 0;   // the tree is this cgroup's tasks, present and future (--cgroup)
-};
 
 // A kernel record's figures (pm_task.fig, pm_exited.fig, in ns and counts) in seconds and counts.
 TaskFigures task_figures(const __u64* fig);
@@ -49,7 +41,7 @@ struct CgroupRunq {
 class SchedObject {
  public:
   // Fails (kUnavailable / kPermissionDenied) with the reason when the programs cannot load.
-  static Result<std::shared_ptr<SchedObject>> load(const SchedObjectOptions& options);
+  static Result<std::shared_ptr<SchedObject>> load(const BpfLoadOptions& options);
   ~SchedObject();
   SchedObject(const SchedObject&) = delete;
   SchedObject& operator=(const SchedObject&) = delete;

@@ -120,7 +120,7 @@ std::unique_ptr<SchedulerSource> make_scheduler_source(std::shared_ptr<SchedObje
 }
 
 Result<std::unique_ptr<SchedulerSource>> make_scheduler_source(uint64_t hist_unit_ns) {
-  auto object = SchedObject::load({true, false, hist_unit_ns});
+  auto object = SchedObject::load({.hist_unit_ns = hist_unit_ns});
   if (!object) return object.error();
   return make_scheduler_source(std::move(*object), hist_unit_ns);
 }

@@ -21,19 +21,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "sources/kernel/bpf_load_options.h"
 
 namespace pm {
-
-// What a kernel source is loaded for.
-struct TreeTarget {
-  bool track_tree = false;       // follow the target tree (run, attach)
-  bool track_all = false;        // objects that can: every task (the top lists)
-  uint32_t cgroup_depth = 0;     // objects that can: run-queue latency per cgroup at this depth
-  uint64_t tree_cgroup_id = 0;   // objects that can: the tree is this cgroup's tasks (--cgroup)
-  int members_fd = -1;           // the tree's membership map, when another object owns it
-  uint64_t hist_unit_ns = 1000;  // latency histograms: bucket i below 2^i of these
-  bool count_system = true;      // objects that can: the system-wide figures too
-};
 
 template <typename Skel>
 using SkeletonPtr = std::unique_ptr<Skel, void (*)(Skel*)>;
@@ -51,7 +41,7 @@ template <typename Skel>
 using BeforeLoad = std::function<void(Skel*)>;
 
 template <typename Skel>
-Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeTarget& target,
+Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const BpfLoadOptions& target,
                                   const BeforeLoad<Skel>& before_load) {
   SkeletonPtr<Skel> skel(Skel::open(), Skel::destroy);
   if (!skel) return Error::from_errno(errno, "opening the " + what + " BPF programs");
@@ -107,7 +97,7 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const TreeT
 // programs can do, such as task storage); where tp_btf cannot load, it is unavailable.
 // before_load: a last change to the opened object (a program's expected attach type, say).
 template <typename Skel>
-Result<LoadedSkeleton<Skel>> load_skeleton(const std::string& what, const TreeTarget& target, bool btf_only = false,
+Result<LoadedSkeleton<Skel>> load_skeleton(const std::string& what, const BpfLoadOptions& target, bool btf_only = false,
                                            const detail::BeforeLoad<Skel>& before_load = {}) {
   // libbpf's own chatter would break the one-line error rule; PERF_MONITOR_BPF_DEBUG=1 keeps it
   // (the verifier's log, when it refuses a program).

@@ -18,7 +18,7 @@
 namespace pm {
 
 struct ProbeTarget {
-  TreeTarget tree;  // system-wide when track_tree is false
+  BpfLoadOptions tree;  // system-wide when track_tree is false
   std::vector<probes::ResolvedProbe> probes;
   std::string usdt_binary;  // where to attach perf_monitor:request_begin/end; empty: nowhere
 };

@@ -8,17 +8,9 @@
 
 #include "core/text.h"
 #include "sources/files/system_parsers.h"
+#include "sources/top/proc_top_parsers.h"
 
 namespace pm {
-
-std::optional<double> cpu_stat_usage_s(std::string_view text) {
-  size_t at = text.find("usage_usec ");
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = text.substr(at + 11);
-  auto v = parse_u64(next_field(rest));
-  if (!v) return std::nullopt;
-  return static_cast<double>(*v) * 1e-6;
-}
 
 bool CgroupFiles::open(const std::string& dir, Open& f) {
   // Past kMaxKept fds, or out of fds: read by path, as each row's files were before they were

@@ -18,9 +18,6 @@
 
 namespace pm {
 
-// cpu.stat's usage_usec, in seconds.
-std::optional<double> cpu_stat_usage_s(std::string_view text);
-
 class CgroupFiles {
  public:
   // At most this many files stay open (a thousand cgroups' worth; the rest read by path).

@@ -29,7 +29,7 @@ void ProcDetails::fill(TopProcess& row, uint64_t start, bool with_command) {
     if (!text && text.error().code == Errc::kNotFound) {
       row.state = 'X';  // gone since the kernel's reading: it ended in the interval
     } else if (text) {
-      if (auto st = parse_task_stat(*text)) {
+      if (auto st = procfs::parse_pid_stat(*text)) {
         // A task on its way out (PF_EXITING) still says R or S for a moment after its memory
         // has gone: it is shown as ended (X), since nothing of it is left to read but its last
         // figures.
@@ -184,13 +184,13 @@ void ProcTopSource::collect(Samples& /*out*/) {
     f->io_known = false;
     return true;
   };
-  auto cpu_and_faults = [&](const TaskStat& st, TaskFigures& t) {
+  auto cpu_and_faults = [&](const procfs::PidStat& st, TaskFigures& t) {
     t[TaskFig::kUser] = static_cast<double>(st.utime) * s.tick_s;
     t[TaskFig::kSystem] = static_cast<double>(st.stime) * s.tick_s;
     t[TaskFig::kMinorFaults] = static_cast<double>(st.minflt);
     t[TaskFig::kMajorFaults] = static_cast<double>(st.majflt);
   };
-  auto read_task = [&](const std::string& dir, const TaskStat& st, TaskFigures& t) {
+  auto read_task = [&](const std::string& dir, const procfs::PidStat& st, TaskFigures& t) {
     cpu_and_faults(st, t);
     if (auto text = s.reader.read(dir + "/schedstat")) {
       if (auto ss = parse_task_schedstat(*text)) {
@@ -200,9 +200,9 @@ void ProcTopSource::collect(Samples& /*out*/) {
     }
     std::optional<uint32_t> uid;
     if (auto text = s.reader.read(dir + "/status")) {
-      if (auto ts = parse_task_status(*text)) {
-        t[TaskFig::kVoluntary] = static_cast<double>(ts->voluntary);
-        t[TaskFig::kInvoluntary] = static_cast<double>(ts->nonvoluntary);
+      if (auto ts = procfs::parse_pid_status(*text)) {
+        t[TaskFig::kVoluntary] = static_cast<double>(ts->voluntary_ctxt_switches);
+        t[TaskFig::kInvoluntary] = static_cast<double>(ts->nonvoluntary_ctxt_switches);
         uid = ts->uid;
       }
     }
@@ -218,7 +218,7 @@ void ProcTopSource::collect(Samples& /*out*/) {
     std::string dir = proc + "/" + name;
     auto text = s.reader.read(dir + "/stat");
     if (!text) continue;  // gone since the listing
-    auto st = parse_task_stat(*text);
+    auto st = procfs::parse_pid_stat(*text);
     if (!st) continue;
     int pid = std::stoi(name);
     State::Key key{pid, st->starttime};
@@ -257,7 +257,7 @@ void ProcTopSource::collect(Samples& /*out*/) {
       }
     } else {
       if (auto ts = s.reader.read(dir + "/status")) {
-        if (auto parsed = parse_task_status(*ts)) uid = parsed->uid;
+        if (auto parsed = procfs::parse_pid_status(*ts)) uid = parsed->uid;
       }
       if (auto tids = list_dir(dir + "/task")) {
         for (const std::string& tid_name : *tids) {
@@ -265,7 +265,7 @@ void ProcTopSource::collect(Samples& /*out*/) {
           std::string tdir = dir + "/task/" + tid_name;
           auto ttext = s.reader.read(tdir + "/stat");
           if (!ttext) continue;
-          auto tst = parse_task_stat(*ttext);
+          auto tst = procfs::parse_pid_stat(*ttext);
           if (!tst) continue;
           int tid = std::stoi(tid_name);
           TaskFigures t;

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "core/aggregator.h"
+#include "sources/files/proc_parsers.h"
 #include "sources/top/proc_top_parsers.h"
 #include "sources/top/proc_top_source.h"
 
@@ -26,7 +27,7 @@ std::string fixture(const std::string& name) {
 }
 
 TEST(ProcTopParsers, StatOfAProcessAThreadAndAKernelThread) {
-  auto st = parse_task_stat(fixture("stat"));
+  auto st = procfs::parse_pid_stat(fixture("stat"));
   ASSERT_TRUE(st) << st.error().message;
   EXPECT_EQ(st->comm, "python3");
   EXPECT_EQ(st->state, 'S');
@@ -40,17 +41,17 @@ TEST(ProcTopParsers, StatOfAProcessAThreadAndAKernelThread) {
   EXPECT_EQ(st->starttime, 8046812u);
   EXPECT_FALSE(st->kernel_thread());
   // A thread named "pm worker) x" by prctl: its comm runs to the last ')'.
-  auto th = parse_task_stat(fixture("task_stat"));
+  auto th = procfs::parse_pid_stat(fixture("task_stat"));
   ASSERT_TRUE(th) << th.error().message;
   EXPECT_EQ(th->comm, "pm worker) x");
   EXPECT_EQ(th->minflt, 4u);
   EXPECT_EQ(th->starttime, 8046823u);
-  auto k = parse_task_stat(fixture("kthreadd_stat"));
+  auto k = procfs::parse_pid_stat(fixture("kthreadd_stat"));
   ASSERT_TRUE(k);
   EXPECT_EQ(k->comm, "kthreadd");
   EXPECT_TRUE(k->kernel_thread());
-  EXPECT_FALSE(parse_task_stat("12 (cut) S 1 2"));
-  EXPECT_FALSE(parse_task_stat("no comm at all"));
+  EXPECT_FALSE(procfs::parse_pid_stat("12 (cut) S 1 2"));
+  EXPECT_FALSE(procfs::parse_pid_stat("no comm at all"));
 }
 
 TEST(ProcTopParsers, SchedstatStatusStatmCmdlineCgroup) {
@@ -60,12 +61,12 @@ TEST(ProcTopParsers, SchedstatStatusStatmCmdlineCgroup) {
   EXPECT_EQ(ss->runq_ns, 4593476u);
   EXPECT_EQ(ss->timeslices, 31u);
   EXPECT_FALSE(parse_task_schedstat("12 x"));
-  auto st = parse_task_status(fixture("status"));
+  auto st = procfs::parse_pid_status(fixture("status"));
   ASSERT_TRUE(st) << st.error().message;
   EXPECT_EQ(st->uid, 0u);
-  EXPECT_EQ(st->voluntary, 22u);
-  EXPECT_EQ(st->nonvoluntary, 9u);
-  EXPECT_FALSE(parse_task_status("Name:\tx\n"));  // no Uid
+  EXPECT_EQ(st->voluntary_ctxt_switches, 22u);
+  EXPECT_EQ(st->nonvoluntary_ctxt_switches, 9u);
+  EXPECT_FALSE(procfs::parse_pid_status("Name:\tx\nUid:\tnot-a-number\n"));
   EXPECT_EQ(parse_statm_resident(fixture("statm")), 3460u);
   EXPECT_EQ(command_line(fixture("cmdline")),
             "/root/.pyenv/versions/3.11.7/bin/python3 /tmp/pmfix.py an arg with spaces second");
@@ -94,7 +95,8 @@ class FakeProc {
     std::ofstream(p / "stat") << pid << " (worker) R 1 1 1 0 -1 4194304 10 0 0 0 " << utime << " 0 0 0 20 0 1 0 "
                               << start << " 1000 100 0\n";
     std::ofstream(p / "schedstat") << on_cpu_ns << " " << runq_ns << " 5\n";
-    std::ofstream(p / "status") << "Name:\tworker\nUid:\t4242\t4242\t4242\t4242\nvoluntary_ctxt_switches:\t3\n"
+    std::ofstream(p / "status") << "Name:\tworker\nTgid:\t" << pid << "\nPid:\t" << pid
+                                << "\nPPid:\t1\nUid:\t4242\t4242\t4242\t4242\nvoluntary_ctxt_switches:\t3\n"
                                    "nonvoluntary_ctxt_switches:\t1\n";
     std::ofstream(p / "statm") << "100 25 10 1 0 50 0\n";
     std::ofstream(p / "cgroup") << "0::/user.slice\n";
