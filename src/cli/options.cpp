@@ -291,8 +291,8 @@ Invocation parse_command_line(int argc, char** argv) {
     a->add_option("--top", top_count, "The N busiest processes and cgroups per interval (default 10; 0: off)")
         ->check(whole_number(0, std::numeric_limits<int>::max()))
         ->type_name("N");
-    a->add_option("--sort", top_sort, "Rank them by cpu (default), runq, blocked, io, faults or memory")
-        ->check(CLI::IsMember({"cpu", "runq", "blocked", "io", "faults", "memory"}))
+    a->add_option("--sort", top_sort, "Rank them by " + top_sort_names() + " (default cpu)")
+        ->check(CLI::IsMember(top_sort_list()))
         ->type_name("KEY");
     a->add_option("--cgroup-depth", cgroup_depth, "Cgroups deeper than N count for their ancestor at depth N (default 2)")
         ->check(whole_number(0, 64))
@@ -412,28 +412,28 @@ Invocation parse_command_line(int argc, char** argv) {
   if (!interval.empty()) c.intervals_asked = true;
   if (quiet) c.quiet = true;
   if (!set_duration(interval, "--interval", c.interval) || !set_duration(duration, "--duration", c.duration) ||
-      !set_duration(tree_interval, "--tree-interval", c.tree_interval)) {
+      !set_duration(tree_interval, "--tree-interval", c.process_tree.interval)) {
     return inv;
   }
 
   // Event names are parsed now, once, so a typo is a usage error before anything starts.
   counters::Catalogue catalogue;
-  auto specs = !events.empty() ? catalogue.parse_list(events) : catalogue.parse_set(c.pmc_events);
+  auto specs = !events.empty() ? catalogue.parse_list(events) : catalogue.parse_set(c.pmc.events);
   if (!specs) return fail((!events.empty() ? "--events: " : "[pmc] events: ") + specs.error().message);
   inv.events = std::move(*specs);
 
-  if (top_count) c.top_count = *top_count;
-  if (!top_sort.empty()) c.top_sort = *parse_top_sort(top_sort);
-  if (cgroup_depth) c.cgroup_depth = *cgroup_depth;
-  if (top_threads) c.top_threads = true;
-  if (max_series) c.max_series = *max_series;
+  if (top_count) c.top.count = *top_count;
+  if (!top_sort.empty()) c.top.sort = *parse_top_sort(top_sort);
+  if (cgroup_depth) c.top.cgroup_depth = *cgroup_depth;
+  if (top_threads) c.top.threads = true;
+  if (max_series) c.top.max_series = *max_series;
   if (!prometheus_processes.empty()) {
     try {
       std::regex check(prometheus_processes);
     } catch (const std::regex_error& e) {
       return fail("--prometheus-processes: not a regular expression: " + std::string(e.what()));
     }
-    c.prometheus_processes = prometheus_processes;
+    c.top.prometheus_processes = prometheus_processes;
   }
 
   // Probes are found now, so an unknown binary or symbol is a usage error before anything starts.
@@ -486,8 +486,8 @@ Invocation parse_command_line(int argc, char** argv) {
     inv.target.cgroup = cgroup;
   }
   if (top->parsed()) {
-    if (c.top_count <= 0) return fail("top: the lists need rows: --top N with N > 0 (0 turns them off)");
-    c.top_view = c.format == OutputFormat::kText && c.output_path.empty() && top_view_possible();
+    if (c.top.count <= 0) return fail("top: the lists need rows: --top N with N > 0 (0 turns them off)");
+    c.top.view = c.format == OutputFormat::kText && c.output_path.empty() && top_view_possible();
   }
   return inv;
 }

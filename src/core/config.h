@@ -37,37 +37,51 @@ struct Config {
   bool intervals_asked = false;
   bool quiet = false;  // -q/--quiet: nothing said about what is not available here
   std::optional<Duration> duration;  // stop after this long
-  // [process_tree]: how often the target's tree is walked and read. Unset: 100 ms in `run`,
-  // the output interval in `attach`.
-  std::optional<Duration> tree_interval;
-  // Learn of forks from the kernel's proc connector (else only by /proc walks).
-  bool proc_events = true;
-  // [file_poll]: slowly changing files (NUMA nodes, thermal zones) and which file sources run.
-  Duration file_poll = std::chrono::seconds(5);
-  bool cpu = true, memory = true, pressure = true, numa = true, thermal = true;
-  // Sections of sources that plug in later; accepted and validated now.
-  bool pmc_enabled = true;
-  std::optional<Duration> pmc_interval;  // unset: read at every report interval
-  std::vector<std::string> pmc_events;
-  bool scheduler_enabled = true;
-  bool block_io_enabled = true;
-  // Unit of the latency histograms (bucket i counts latencies below 2^i units), in ns.
-  uint64_t scheduler_hist_unit_ns = 1000;
-  uint64_t block_io_hist_unit_ns = 1000;
   // [prometheus] listen / --prometheus: serve /metrics there while monitoring (none: not served).
   // Parsed where it is written, so a mistake names the flag or the file's line.
   std::optional<ListenAddress> prometheus_listen;
+  // [[probes]] / --probe.
   std::vector<ProbeSpec> probes;
-  // [top]: who is using the machine (live mode): the busiest processes and cgroups per interval.
-  int top_count = 10;            // rows per list (--top N); 0: off, nothing loaded for it
-  TopSort top_sort = TopSort::kCpu;  // --sort
-  int cgroup_depth = 2;          // --cgroup-depth: deeper cgroups count for their ancestor there
-  bool top_threads = false;      // --threads: a list of threads too
-  std::string prometheus_processes;  // --prometheus-processes REGEX: per-group series for these
-  int max_series = 1000;         // --max-series: cgroup and process-group rows exported at most
-  // `perf-monitor top` on a terminal: the full-screen view, which sorts, filters and cuts the
-  // lists itself (the top source then keeps every row, threads included).
-  bool top_view = false;
+
+  // Each source's section (its registry row names it: src/session/registry.cpp).
+  struct ProcessTree {
+    // How often the target's tree is walked and read. Unset: 100 ms in `run`, the output
+    // interval in `attach`.
+    std::optional<Duration> interval;
+    // Learn of forks from the kernel's proc connector (else only by /proc walks).
+    bool proc_events = true;
+  } process_tree;
+  // Slowly changing files (NUMA nodes, thermal zones), and which file sources run.
+  struct FilePoll {
+    Duration interval = std::chrono::seconds(5);
+    bool cpu = true, memory = true, pressure = true, numa = true, thermal = true;
+  } file_poll;
+  struct Pmc {
+    bool enabled = true;
+    std::optional<Duration> interval;  // unset: read at every report interval
+    std::vector<std::string> events;
+  } pmc;
+  // Unit of the latency histograms (bucket i counts latencies below 2^i units), in ns.
+  struct Scheduler {
+    bool enabled = true;
+    uint64_t hist_unit_ns = 1000;
+  } scheduler;
+  struct BlockIo {
+    bool enabled = true;
+    uint64_t hist_unit_ns = 1000;
+  } block_io;
+  // Who is using the machine (live mode): the busiest processes and cgroups per interval.
+  struct Top {
+    int count = 10;                    // rows per list (--top N); 0: off, nothing loaded for it
+    TopSort sort = TopSort::kCpu;      // --sort
+    int cgroup_depth = 2;              // --cgroup-depth: deeper cgroups count for their ancestor there
+    bool threads = false;              // --threads: a list of threads too
+    std::string prometheus_processes;  // --prometheus-processes REGEX: per-group series for these
+    int max_series = 1000;             // --max-series: cgroup and process-group rows exported at most
+    // `perf-monitor top` on a terminal: the full-screen view, which sorts, filters and cuts the
+    // lists itself (the top source then keeps every row, threads included).
+    bool view = false;
+  } top;
 };
 
 // Limits on what is handed to the TOML parser: a configuration is a few hundred bytes, and the
@@ -80,6 +94,9 @@ inline constexpr size_t kMaxValueNesting = 16;  // arrays and inline tables insi
 // Checks the bounds above on TOML text without parsing it (strings and comments are skipped,
 // so a dot or bracket inside them does not count). The error names origin:line:column.
 Status check_toml_bounds(std::string_view text, std::string_view origin);
+
+// The sections a configuration file may have ([output], [pmc], ..., [[probes]]), in order.
+std::vector<std::string_view> config_sections();
 
 // Applies a TOML document to `config`. `origin` names the file in error messages.
 Status apply_toml(std::string_view text, std::string_view origin, Config& config);

@@ -55,11 +55,31 @@ const char* to_string(TopSort sort) {
   return "cpu";
 }
 
+namespace {
+constexpr TopSort kSorts[] = {TopSort::kCpu, TopSort::kRunq,   TopSort::kBlocked,
+                              TopSort::kIo,  TopSort::kFaults, TopSort::kMemory};
+}  // namespace
+
 std::optional<TopSort> parse_top_sort(std::string_view s) {
-  for (TopSort t : {TopSort::kCpu, TopSort::kRunq, TopSort::kBlocked, TopSort::kIo, TopSort::kFaults, TopSort::kMemory}) {
+  for (TopSort t : kSorts) {
     if (s == to_string(t)) return t;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> top_sort_list() {
+  std::vector<std::string> out;
+  for (TopSort t : kSorts) out.emplace_back(to_string(t));
+  return out;
+}
+
+std::string top_sort_names() {
+  std::string s;
+  for (size_t i = 0; i < std::size(kSorts); ++i) {
+    s += i == 0 ? "" : i + 1 == std::size(kSorts) ? " or " : ", ";
+    s += to_string(kSorts[i]);
+  }
+  return s;
 }
 
 }  // namespace pm

@@ -94,5 +94,9 @@ auto top_first(Rows& rows, TopSort sort, int count) {
 
 const char* to_string(TopSort sort);
 std::optional<TopSort> parse_top_sort(std::string_view s);
+// Every sort key by name, for messages: "cpu, runq, blocked, io, faults or memory".
+std::string top_sort_names();
+// Every sort key by name.
+std::vector<std::string> top_sort_list();
 
 }  // namespace pm

@@ -26,7 +26,7 @@ struct Row {
 // Every counter event this host names, and whether it opens (system-wide, on its first CPU).
 std::vector<Row> list_events(const Config& config) {
   std::vector<Row> rows;
-  if (!config.pmc_enabled) {
+  if (!config.pmc.enabled) {
     rows.push_back({"(all)", "disabled", "[pmc] enabled = false in the configuration"});
     return rows;
   }

@@ -26,13 +26,13 @@ Result<std::shared_ptr<SchedObject>> SourceContext::sched() {
   if (!sched_tried_) {
     sched_tried_ = true;
     bool follow = target.mode() != Mode::kSystem;
-    bool top = !follow && config.top_count > 0;
+    bool top = !follow && config.top.count > 0;
     auto loaded = SchedObject::load({.track_tree = follow,
                                      .track_all = top,
-                                     .cgroup_depth = top ? static_cast<uint32_t>(config.cgroup_depth) : 0,
+                                     .cgroup_depth = top ? static_cast<uint32_t>(config.top.cgroup_depth) : 0,
                                      .tree_cgroup_id = target.cgroup_id(),
-                                     .hist_unit_ns = config.scheduler_hist_unit_ns,
-                                     .count_system = config.scheduler_enabled});
+                                     .hist_unit_ns = config.scheduler.hist_unit_ns,
+                                     .count_system = config.scheduler.enabled});
     if (loaded) {
       sched_ = std::move(*loaded);
     } else {
@@ -87,7 +87,7 @@ Made make_tree(SourceContext& ctx) {
   auto pt = std::make_unique<ProcTree>();
   if (target.mode() == Mode::kRun) pt->adopt_children_of(::getpid());
   for (int pid : target.roots()) pt->add_root(pid);
-  if (ctx.config.proc_events) {
+  if (ctx.config.process_tree.proc_events) {
     if (auto st = pt->listen(); !st) {
       ctx.notes.push_back({"proc_events", st.error().message + " (children are found by /proc walks only)", true});
     }
@@ -133,14 +133,14 @@ Made make_scheduler(SourceContext& ctx) {
     ctx.notes.push_back({"scheduler.tree", "the tree's wakeups and run-queue latency: following a tree needs the "
                                            "typed (tp_btf) programs", true});
   }
-  return std::unique_ptr<Source>(make_scheduler_source(*sched, ctx.config.scheduler_hist_unit_ns));
+  return std::unique_ptr<Source>(make_scheduler_source(*sched, ctx.config.scheduler.hist_unit_ns));
 }
 
 Made make_block(SourceContext& ctx) {
   bool follow = ctx.target.mode() != Mode::kSystem;
   int members = ctx.members_fd();
   BpfLoadOptions target{
-      .track_tree = follow && members >= 0, .members_fd = members, .hist_unit_ns = ctx.config.block_io_hist_unit_ns};
+      .track_tree = follow && members >= 0, .members_fd = members, .hist_unit_ns = ctx.config.block_io.hist_unit_ns};
   auto block = make_block_source(target);
   if (block && follow && !target.track_tree) {
     ctx.notes.push_back({"block_io.tree", "the tree's bios: following a tree needs the typed (tp_btf) programs", true});
@@ -185,25 +185,25 @@ Result<std::string> check_probes(SourceContext& /*ctx*/) {
 // user: the record's note says what that leaves out).
 Made make_top(SourceContext& ctx) {
   if (ctx.target.mode() != Mode::kSystem) return std::unique_ptr<Source>();
-  const Config& c = ctx.config;
+  const Config::Top& c = ctx.config.top;
   auto from_proc = [&](const std::string& why) -> Made {
     ProcTopOptions p;
-    p.count = c.top_view ? 0 : c.top_count;
-    p.sort = c.top_sort;
+    p.count = c.view ? 0 : c.count;
+    p.sort = c.sort;
     p.cgroup_depth = c.cgroup_depth;
-    p.threads = c.top_threads || c.top_view;
+    p.threads = c.threads || c.view;
     p.why = ::geteuid() != 0 ? "not root" : "eBPF unavailable (" + why + ")";
     return up(ProcTopSource::create(std::move(p)));
   };
   auto sched = ctx.sched();
   if (!sched) return from_proc(sched.error().message);
   TopOptions o;
-  o.count = c.top_view ? 0 : c.top_count;  // the view sorts and cuts every row itself
-  o.sort = c.top_sort;
+  o.count = c.view ? 0 : c.count;  // the view sorts and cuts every row itself
+  o.sort = c.sort;
   o.cgroup_depth = c.cgroup_depth;
-  o.threads = c.top_threads || c.top_view;
+  o.threads = c.threads || c.view;
   o.max_series = c.max_series;
-  o.hist_unit_ns = c.scheduler_hist_unit_ns;  // the kernel side buckets in it (SchedObject::load)
+  o.hist_unit_ns = ctx.config.scheduler.hist_unit_ns;  // the kernel side buckets in it (SchedObject::load)
   if (!c.prometheus_processes.empty()) o.process_groups.emplace(c.prometheus_processes);
   auto top = TopSource::create(*sched, std::move(o));
   if (!top) return from_proc(top.error().message);
@@ -211,37 +211,84 @@ Made make_top(SourceContext& ctx) {
 }
 
 const SourceEntry kSources[] = {
-    {"process_tree",
-     "family process_tree (run/attach): CPU, on-CPU/run-queue/blocked time, faults, I/O, switches, memory of the "
-     "whole tree: exact from the kernel's per-task accounting (eBPF), else sampled from /proc",
-     Rhythm::kTree, always, make_tree, check_tree},
-    {"cpu", "families cpu, sched: CPU time by mode per CPU, switches, forks, load (/proc/stat, /proc/loadavg)",
-     Rhythm::kInterval, [](const Config& c) { return c.cpu; },
-     [](SourceContext& /*ctx*/) { return make_cpu_source(FsRoots{}); }},
-    {"memory", "family memory: used/cached/anon/swap, faults, swapping (/proc/meminfo, /proc/vmstat)",
-     Rhythm::kInterval, [](const Config& c) { return c.memory; },
-     [](SourceContext& /*ctx*/) { return make_memory_source(FsRoots{}); }},
-    {"pressure", "family pressure: stall information for cpu, io, memory (/proc/pressure)", Rhythm::kInterval,
-     [](const Config& c) { return c.pressure; }, [](SourceContext& /*ctx*/) { return make_pressure_source(FsRoots{}); }},
-    {"numa", "family numa: memory per NUMA node (/sys/devices/system/node)", Rhythm::kFilePoll,
-     [](const Config& c) { return c.numa; }, [](SourceContext& /*ctx*/) { return make_numa_source(FsRoots{}); }},
-    {"thermal", "family thermal: zones and trip points (/sys/class/thermal)", Rhythm::kFilePoll,
-     [](const Config& c) { return c.thermal; }, [](SourceContext& /*ctx*/) { return make_thermal_source(FsRoots{}); }},
-    {"pmc", "family pmc: hardware, software and energy counters (perf_event_open), system-wide or for the tree",
-     Rhythm::kCounters, [](const Config& c) { return c.pmc_enabled; }, make_counters},
-    {"energy", "family energy: RAPL zones from /sys/class/powercap, where no power PMU counts energy",
-     Rhythm::kInterval, always, make_energy},
-    {"scheduler", "family scheduler (eBPF): switches, wakeups, run-queue latency; for a tree its wakeups and run-queue "
-                  "latency",
-     Rhythm::kInterval, [](const Config& c) { return c.scheduler_enabled; }, make_scheduler},
-    {"block_io", "family block_io (eBPF): bio bytes, request latency and queue depth per device; a tree's bytes",
-     Rhythm::kInterval, [](const Config& c) { return c.block_io_enabled; }, make_block},
-    {"top", "the busiest processes and cgroups per interval (live mode): CPU, run-queue wait, blocked time, I/O, "
-            "faults, switches, RSS, from every task's kernel counters (eBPF); families cgroup and process_group",
-     Rhythm::kInterval, [](const Config& c) { return c.top_count > 0; }, make_top},
-    {"probe", "family probe (eBPF uprobes, USDT): --probe BINARY:FUNCTION[:argN]; requests marked with "
-              "perf-monitor/annotate.h",
-     Rhythm::kInterval, always, make_probes, check_probes},
+    {.name = "process_tree",
+     .what = "family process_tree (run/attach): CPU, on-CPU/run-queue/blocked time, faults, I/O, switches, memory of "
+             "the whole tree: exact from the kernel's per-task accounting (eBPF), else sampled from /proc",
+     .section = "process_tree",
+     .rhythm = Rhythm::kTree,
+     .enabled = always,
+     .make = make_tree,
+     .check = check_tree},
+    {.name = "cpu",
+     .what = "families cpu, sched: CPU time by mode per CPU, switches, forks, load (/proc/stat, /proc/loadavg)",
+     .section = "file_poll",
+     .rhythm = Rhythm::kInterval,
+     .enabled = [](const Config& c) { return c.file_poll.cpu; },
+     .make = [](SourceContext& /*ctx*/) { return make_cpu_source(FsRoots{}); }},
+    {.name = "memory",
+     .what = "family memory: used/cached/anon/swap, faults, swapping (/proc/meminfo, /proc/vmstat)",
+     .section = "file_poll",
+     .rhythm = Rhythm::kInterval,
+     .enabled = [](const Config& c) { return c.file_poll.memory; },
+     .make = [](SourceContext& /*ctx*/) { return make_memory_source(FsRoots{}); }},
+    {.name = "pressure",
+     .what = "family pressure: stall information for cpu, io, memory (/proc/pressure)",
+     .section = "file_poll",
+     .rhythm = Rhythm::kInterval,
+     .enabled = [](const Config& c) { return c.file_poll.pressure; },
+     .make = [](SourceContext& /*ctx*/) { return make_pressure_source(FsRoots{}); }},
+    {.name = "numa",
+     .what = "family numa: memory per NUMA node (/sys/devices/system/node)",
+     .section = "file_poll",
+     .rhythm = Rhythm::kFilePoll,
+     .enabled = [](const Config& c) { return c.file_poll.numa; },
+     .make = [](SourceContext& /*ctx*/) { return make_numa_source(FsRoots{}); }},
+    {.name = "thermal",
+     .what = "family thermal: zones and trip points (/sys/class/thermal)",
+     .section = "file_poll",
+     .rhythm = Rhythm::kFilePoll,
+     .enabled = [](const Config& c) { return c.file_poll.thermal; },
+     .make = [](SourceContext& /*ctx*/) { return make_thermal_source(FsRoots{}); }},
+    {.name = "pmc",
+     .what = "family pmc: hardware, software and energy counters (perf_event_open), system-wide or for the tree",
+     .section = "pmc",
+     .rhythm = Rhythm::kCounters,
+     .enabled = [](const Config& c) { return c.pmc.enabled; },
+     .make = make_counters},
+    {.name = "energy",
+     .what = "family energy: RAPL zones from /sys/class/powercap, where no power PMU counts energy",
+     .rhythm = Rhythm::kInterval,
+     .enabled = always,
+     .make = make_energy,
+     .after = "pmc"},  // SourceContext::counts_energy
+    {.name = "scheduler",
+     .what = "family scheduler (eBPF): switches, wakeups, run-queue latency; for a tree its wakeups and run-queue "
+             "latency",
+     .section = "scheduler",
+     .rhythm = Rhythm::kInterval,
+     .enabled = [](const Config& c) { return c.scheduler.enabled; },
+     .make = make_scheduler},
+    {.name = "block_io",
+     .what = "family block_io (eBPF): bio bytes, request latency and queue depth per device; a tree's bytes",
+     .section = "block_io",
+     .rhythm = Rhythm::kInterval,
+     .enabled = [](const Config& c) { return c.block_io.enabled; },
+     .make = make_block},
+    {.name = "top",
+     .what = "the busiest processes and cgroups per interval (live mode): CPU, run-queue wait, blocked time, I/O, "
+             "faults, switches, RSS, from every task's kernel counters (eBPF); families cgroup and process_group",
+     .section = "top",
+     .rhythm = Rhythm::kInterval,
+     .enabled = [](const Config& c) { return c.top.count > 0; },
+     .make = make_top},
+    {.name = "probe",
+     .what = "family probe (eBPF uprobes, USDT): --probe BINARY:FUNCTION[:argN]; requests marked with "
+             "perf-monitor/annotate.h",
+     .section = "probes",
+     .rhythm = Rhythm::kInterval,
+     .enabled = always,
+     .make = make_probes,
+     .check = check_probes},
 };
 
 }  // namespace

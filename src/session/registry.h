@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Every source perf-monitor has, in one table: its name (as `list`, the summary's `unavailable`
-// and the configuration's [section] call it), what it reports, its rhythm, when it is on, and its
-// factory. A session opens the enabled ones in table order; `list` and the docs walk the same
-// table. Adding a source is a folder under src/sources/ and a row here (docs/architecture.md).
+// Every source perf-monitor has, in one table: its name (as `list` and the summary's
+// `unavailable` call it), what it reports, its section of the configuration, its rhythm, when it
+// is on, its factory, and the row it depends on, if any. A session opens the enabled ones in table order; `list` and
+// the docs walk the same table. Adding a source is a folder under src/sources/ and a row here (docs/architecture.md).
 #pragma once
 
 #include <functional>
@@ -49,7 +49,8 @@ class SourceContext {
   Result<std::shared_ptr<SchedObject>> sched();
   // The tree's membership map when the kernel follows the tree, else -1.
   [[nodiscard]] int members_fd();
-  // Set by the counters: an energy event counts (so the powercap files are not needed).
+  // Set by the pmc row's factory: an energy event counts (so the powercap files are not
+  // needed). The energy row reads it, and says so: its `after` is "pmc".
   bool counts_energy = false;
   // For `list`: what would open, not what a session needs (no target to follow).
   bool listing = false;
@@ -63,6 +64,9 @@ class SourceContext {
 struct SourceEntry {
   std::string_view name;
   std::string_view what;  // for `list`: families, and where the figures come from
+  // Its section of the configuration file (config_sections()), whose keys fill its part of the
+  // Config (Config::Scheduler, ...); empty: none.
+  std::string_view section;
   Rhythm rhythm;
   bool (*enabled)(const Config&);
   // nullptr without an error: not needed here (the tree in live mode, powercap where the PMU
@@ -71,6 +75,9 @@ struct SourceEntry {
   // For `list`, where make() alone cannot tell (a source that needs a target): whether it would
   // work here, and how. nullptr: `list` tries make().
   Result<std::string> (*check)(SourceContext&) = nullptr;
+  // A row whose factory reads what another row's set in the SourceContext names it here; the
+  // table keeps it after that row (a test checks).
+  std::string_view after;
 };
 
 std::span<const SourceEntry> source_registry();

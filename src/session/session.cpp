@@ -86,7 +86,7 @@ class Session {
       return kExitFailure;
     }
     std::vector<std::unique_ptr<Sink>> sinks;
-    if (cfg_.top_view) {
+    if (cfg_.top.view) {
       sinks.push_back(make_top_view_sink(cfg_));
     } else {
       SinkOptions o;
@@ -202,10 +202,10 @@ class Session {
     // A file poll every interval, or every few, is read in the tick it falls in: on a timer of
     // its own, started with the tick's, it fired just after it and each record showed the
     // previous poll.
-    if (cfg_.interval > Duration::zero() && cfg_.file_poll % cfg_.interval == Duration::zero()) {
-      poll_every_ticks_ = cfg_.file_poll / cfg_.interval;
+    if (cfg_.interval > Duration::zero() && cfg_.file_poll.interval % cfg_.interval == Duration::zero()) {
+      poll_every_ticks_ = cfg_.file_poll.interval / cfg_.interval;
     } else if (!group(Rhythm::kFilePoll).empty()) {
-      ok = ok && add(cfg_.file_poll, [this] { read(Rhythm::kFilePoll); });
+      ok = ok && add(cfg_.file_poll.interval, [this] { read(Rhythm::kFilePoll); });
     }
     return ok;
   }
@@ -217,9 +217,9 @@ class Session {
       return t.ok();
     };
     bool ok = start_ticks();
-    Duration tree = cfg_.tree_interval.value_or(spec_.mode == Mode::kRun ? Duration(std::chrono::milliseconds(100))
-                                                                          : cfg_.interval);
-    Duration counters = cfg_.pmc_interval.value_or(cfg_.interval);
+    Duration tree = cfg_.process_tree.interval.value_or(
+        spec_.mode == Mode::kRun ? Duration(std::chrono::milliseconds(100)) : cfg_.interval);
+    Duration counters = cfg_.pmc.interval.value_or(cfg_.interval);
     tree_in_step_ = tree == cfg_.interval;
     counters_in_step_ = counters == cfg_.interval;
     if (!group(Rhythm::kTree).empty() && !tree_in_step_) ok = ok && add(tree, [this] { read(Rhythm::kTree); });

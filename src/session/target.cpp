@@ -19,7 +19,8 @@
 #include "core/file_reader.h"
 #include "core/output.h"
 #include "session/run_cgroup.h"
-#include "sources/tree/proc_tree.h"
+#include "sources/files/descendants.h"
+#include "sources/tree/tree_source.h"
 
 extern char** environ;
 
@@ -175,15 +176,13 @@ Result<std::unique_ptr<Target>> Target::create(const TargetSpec& spec) {
     return t;
   }
   if (spec.mode == Mode::kAttach) {
-    ProcTree found;
     auto pidfd = open_pidfd(spec.pid);
-    if (!pidfd || !found.add_root(spec.pid)) {
+    std::vector<int> found = pidfd ? process_and_descendants(spec.pid) : std::vector<int>{};
+    if (found.empty()) {
       return make_error(Errc::kNotFound,
                         "no process with PID " + std::to_string(spec.pid) + ": check the PID (ps -e) and try again");
     }
-    Samples discovered;
-    found.collect(discovered);
-    t->roots_ = found.pids();
+    t->roots_ = std::move(found);
     t->root_ = spec.pid;
     t->pidfd_ = std::move(*pidfd);
     return t;
@@ -309,12 +308,8 @@ std::vector<int> Target::rediscover() {
     return added;
   }
   if (spec_.mode != Mode::kAttach) return {};
-  ProcTree found;
-  if (!found.add_root(root_)) return {};
-  Samples discovered;
-  found.collect(discovered);
   std::vector<int> added;
-  for (int pid : found.pids()) {
+  for (int pid : process_and_descendants(root_)) {
     if (std::find(roots_.begin(), roots_.end(), pid) == roots_.end()) {
       added.push_back(pid);
       roots_.push_back(pid);

@@ -69,7 +69,7 @@ std::optional<ViewKey> view_key(int ch) {
 
 class TopViewSink final : public Sink {
  public:
-  explicit TopViewSink(const Config& config) : model_(config.top_sort) {}
+  explicit TopViewSink(const Config& config) : model_(config.top.sort) {}
   ~TopViewSink() override { stop(); }
   TopViewSink(const TopViewSink&) = delete;
   TopViewSink& operator=(const TopViewSink&) = delete;

@@ -38,19 +38,19 @@ TEST(Config, LegacyFileIsAccepted) {
   Config c;
   // Start from the opposite of what the file says, so each setting is seen to be applied.
   c.format = OutputFormat::kJson;
-  c.scheduler_enabled = false;
-  c.block_io_enabled = false;
-  c.file_poll = seconds(1);
-  c.pmc_interval = seconds(9);
+  c.scheduler.enabled = false;
+  c.block_io.enabled = false;
+  c.file_poll.interval = seconds(1);
+  c.pmc.interval = seconds(9);
   Status st = apply_toml(kLegacy, "file.toml", c);
   ASSERT_TRUE(st.ok()) << st.error().message;
   EXPECT_EQ(c.format, OutputFormat::kText);
-  EXPECT_TRUE(c.scheduler_enabled);
-  EXPECT_TRUE(c.block_io_enabled);
-  EXPECT_EQ(c.file_poll, Duration(seconds(5)));
-  EXPECT_EQ(c.pmc_interval, Duration(seconds(1)));
-  ASSERT_EQ(c.pmc_events.size(), 5u);
-  EXPECT_EQ(c.pmc_events,
+  EXPECT_TRUE(c.scheduler.enabled);
+  EXPECT_TRUE(c.block_io.enabled);
+  EXPECT_EQ(c.file_poll.interval, Duration(seconds(5)));
+  EXPECT_EQ(c.pmc.interval, Duration(seconds(1)));
+  ASSERT_EQ(c.pmc.events.size(), 5u);
+  EXPECT_EQ(c.pmc.events,
             (std::vector<std::string>{"instructions", "cycles", "cache_references", "cache_misses", "branch_misses"}));
 }
 
@@ -60,9 +60,9 @@ TEST(Config, JsonFormatAndDisabledSections) {
                          "file.toml", c);
   ASSERT_TRUE(st.ok()) << st.error().message;
   EXPECT_EQ(c.format, OutputFormat::kJson);
-  EXPECT_FALSE(c.scheduler_enabled);
-  EXPECT_FALSE(c.numa);
-  EXPECT_TRUE(c.thermal);  // untouched default
+  EXPECT_FALSE(c.scheduler.enabled);
+  EXPECT_FALSE(c.file_poll.numa);
+  EXPECT_TRUE(c.file_poll.thermal);  // untouched default
 }
 
 TEST(Config, UnknownKeyNamesFileLineColumnAndKey) {
@@ -161,8 +161,8 @@ TEST(Config, Durations) {
   Status st = apply_toml("[process_tree]\ninterval = \"100ms\"\n[output]\ninterval = \"250ms\"\nduration = \"2m\"\n",
                          "file.toml", c);
   ASSERT_TRUE(st.ok()) << st.error().message;
-  ASSERT_TRUE(c.tree_interval.has_value());
-  EXPECT_EQ(*c.tree_interval, Duration(milliseconds(100)));
+  ASSERT_TRUE(c.process_tree.interval.has_value());
+  EXPECT_EQ(*c.process_tree.interval, Duration(milliseconds(100)));
   EXPECT_EQ(c.interval, Duration(milliseconds(250)));
   ASSERT_TRUE(c.duration.has_value());
   EXPECT_EQ(*c.duration, Duration(seconds(120)));
@@ -200,10 +200,10 @@ TEST(ConfigHistogramUnits, ParsedAsNanosecondsAndCheckedByName) {
   Config c;
   ASSERT_TRUE(
       apply_toml("[scheduler]\nhistogram_unit = \"ns\"\n[block_io]\nhistogram_unit = \"ms\"\n", "u.toml", c).ok());
-  EXPECT_EQ(c.scheduler_hist_unit_ns, 1u);
-  EXPECT_EQ(c.block_io_hist_unit_ns, 1'000'000u);
+  EXPECT_EQ(c.scheduler.hist_unit_ns, 1u);
+  EXPECT_EQ(c.block_io.hist_unit_ns, 1'000'000u);
   Config d;  // the default: microseconds
-  EXPECT_EQ(d.scheduler_hist_unit_ns, 1000u);
+  EXPECT_EQ(d.scheduler.hist_unit_ns, 1000u);
   auto bad = apply_toml("[block_io]\nhistogram_unit = \"s\"\n", "u.toml", d);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("u.toml:2:18"), std::string::npos) << bad.error().message;
