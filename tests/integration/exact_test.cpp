@@ -325,7 +325,8 @@ void expect_memory_of_one_process(const std::vector<std::string>& cmd) {
   std::vector<std::string> args = {"run", "--format", "json", "--interval", "200ms", "--"};
   args.insert(args.end(), cmd.begin(), cmd.end());
   RunningPm pm(args);
-  ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
+  // The whole header line (it is longer than one write of a pipe's reader may deliver).
+  ASSERT_TRUE(pm.wait_for_output("\"header\"") && pm.wait_for_output("\n")) << pm.err_so_far();
   auto header = nlohmann::json::parse(pm.report_so_far().substr(0, pm.report_so_far().find('\n')));
   auto pid = header["pid"].get<pid_t>();
   std::this_thread::sleep_for(std::chrono::milliseconds(800));  // past its start (and its touch)

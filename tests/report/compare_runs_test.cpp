@@ -226,9 +226,9 @@ TEST(CompareRuns, TheTextLeadsWithTheCommandsCpuTime) {
 // figures compared may come out significant (the expected number is close to zero).
 TEST(CompareRuns, AASuiteFlagsNoMoreThanAlpha) {
   // 20 pairs of 5 runs against 5; a sanitizer build, 3 times slower, checks the same code paths
-  // with 8 (its memory safety, not the statistics, is what that build is for).
+  // with 3 (its memory safety, not the statistics, is what that build is for).
 #ifdef PM_SANITIZED
-  constexpr int kPairs = 8;
+  constexpr int kPairs = 3;
 #else
   constexpr int kPairs = 20;
 #endif
