@@ -50,9 +50,8 @@ run:
 SKIP_REASONS = grep -h -A1 ': Skipped$$' Testing/Temporary/LastTest.log | grep -v -- '^--$$' | paste - - | sed 's/^/skipped: /' || true
 
 # A failed test fails `make test` (the skip reasons are printed either way).
-# Three tests at a time on two CPUs: most of an integration test's time is spent waiting for the
-# intervals of the run it watches (the tests that compare two measurements run alone: RUN_SERIAL).
-TEST_JOBS ?= 3
+# Two tests at a time (the tests that compare two measurements run alone: RUN_SERIAL).
+TEST_JOBS ?= 2
 test: build build-asan build-fuzz
 	cd $(BUILD) && { ctest --output-on-failure -j $(TEST_JOBS); rc=$$?; $(SKIP_REASONS); exit $$rc; }
 	cd $(ASAN_BUILD) && { ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(TEST_JOBS); rc=$$?; $(SKIP_REASONS); exit $$rc; }

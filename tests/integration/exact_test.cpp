@@ -330,31 +330,42 @@ void expect_memory_of_one_process(const std::vector<std::string>& cmd) {
   ASSERT_TRUE(pm.wait_for_output("\"header\"") && pm.wait_for_output("\n")) << pm.err_so_far();
   auto header = nlohmann::json::parse(pm.report_so_far().substr(0, pm.report_so_far().find('\n')));
   auto pid = header["pid"].get<pid_t>();
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // past its start (and its touch)
+  // Its shared pages, as the kernel's files said them from its start on: perf-monitor's figure
+  // comes from its last PSS pass, which may be older than the window below.
+  double seen_lo = NAN, seen_hi = NAN;
+  auto saw = [&](const KernelMemory& m) {
+    seen_lo = std::fmin(seen_lo, m.shared);
+    seen_hi = std::fmax(seen_hi, m.shared);
+  };
+  for (auto start = std::chrono::steady_clock::now();
+       std::chrono::steady_clock::now() - start < std::chrono::milliseconds(800);) {  // past its start (and its touch)
+    saw(kernel_memory(pid));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   KernelMemory truth;
   double shared_lo = NAN, shared_hi = NAN;
   size_t from = 0, to = 0;
   for (int attempt = 0; attempt < 5 && to == 0; ++attempt) {
     // Held still: its RSS and anonymous memory the same at every reading through the window, 10
     // ms apart. Its shared pages move with other processes (a file page another process maps for
-    // a while is shared meanwhile): the intervals' figure must lie within what the readings saw.
+    // a while is shared meanwhile): the intervals' figure must lie within what the readings saw
+    // from its start to the window's end.
     KernelMemory before = kernel_memory(pid);
     auto same = [&](const KernelMemory& m) { return m.rss == before.rss && m.anon == before.anon; };
     bool still = true;
-    double lo = before.shared, hi = before.shared;
+    saw(before);
     size_t n0 = intervals_in(pm.report_so_far());
     for (int i = 0; i < 200 && intervals_in(pm.report_so_far()) < n0 + 3; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       KernelMemory m = kernel_memory(pid);
       still = still && same(m);
-      lo = std::fmin(lo, m.shared);
-      hi = std::fmax(hi, m.shared);
+      saw(m);
     }
     size_t n1 = intervals_in(pm.report_so_far());
     if (still && same(kernel_memory(pid)) && n1 >= n0 + 2) {
       truth = before;
-      shared_lo = lo;
-      shared_hi = hi;
+      shared_lo = seen_lo;
+      shared_hi = seen_hi;
       from = n0 + 1;  // the first one after the reading may have been read before it
       to = n1;
     }

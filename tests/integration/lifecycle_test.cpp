@@ -112,7 +112,10 @@ TEST_F(LifecycleTest, SecondSignalKillsTheWholeTreeAndSaysHowItEnded) {
 
 TEST_F(LifecycleTest, HangupAndQuitEndWithTheSummary) {
   for (int sig : {SIGHUP, SIGQUIT, SIGTERM, SIGINT}) {
+    // Signalled once it runs (its header written): before that, a loaded machine may still be
+    // starting it, and a signal then is the default action's, as for any program.
     RunningPm pm({"--format", "json", "run", "--", workload(), "sleep", "30000"});
+    ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
     std::this_thread::sleep_for(milliseconds(500));
     Outcome o = pm.stop(sig);
     EXPECT_EQ(o.exit_code, 128 + sig) << strsignal(sig) << ": " << o.err;
@@ -120,6 +123,7 @@ TEST_F(LifecycleTest, HangupAndQuitEndWithTheSummary) {
     EXPECT_EQ(o.summary["signal"], sig);
     // In live mode the same signal ends monitoring, with the summary.
     RunningPm live({"--format", "json", "--interval", "200ms"});
+    ASSERT_TRUE(live.wait_for_output("\"header\"")) << live.err_so_far();
     std::this_thread::sleep_for(milliseconds(500));
     Outcome l = live.stop(sig);
     EXPECT_EQ(l.exit_code, 0) << strsignal(sig) << ": " << l.err;
@@ -130,6 +134,7 @@ TEST_F(LifecycleTest, HangupAndQuitEndWithTheSummary) {
 TEST_F(LifecycleTest, OtherSignalsAreIgnoredOrPassedOn) {
   // Live mode: they do not end perf-monitor.
   RunningPm live({"--format", "json", "--interval", "200ms"});
+  ASSERT_TRUE(live.wait_for_output("\"header\"")) << live.err_so_far();
   std::this_thread::sleep_for(milliseconds(400));
   for (int sig : {SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH, SIGPIPE, SIGCHLD, SIGCONT}) ::kill(live.pid(), sig);
   std::this_thread::sleep_for(milliseconds(400));
@@ -139,6 +144,7 @@ TEST_F(LifecycleTest, OtherSignalsAreIgnoredOrPassedOn) {
   EXPECT_FALSE(l.summary.is_null());
   // run: passed on to the command (which dies of SIGUSR1, the default action).
   RunningPm run({"--format", "json", "run", "--", workload(), "sleep", "30000"});
+  ASSERT_TRUE(run.wait_for_output("\"header\"")) << run.err_so_far();
   std::this_thread::sleep_for(milliseconds(500));
   Outcome r = run.stop(SIGUSR1);
   EXPECT_EQ(r.exit_code, 128 + SIGUSR1) << r.err;
