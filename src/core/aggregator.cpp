@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <map>
+#include <utility>
+#include <string_view>
 
 namespace pm {
 
@@ -21,36 +25,53 @@ double log2_quantile(const std::vector<uint64_t>& buckets, double q, double base
 
 Aggregator::Aggregator() = default;
 
-std::string Aggregator::key_of(const MetricDesc* d, const Labels& labels) {
+size_t Aggregator::hash_of(const MetricDesc* d, const Labels& labels) {
   // The descriptor's address identifies the metric: descriptors are statics.
-  std::string key = std::to_string(reinterpret_cast<uintptr_t>(d));
+  size_t h = std::hash<const void*>{}(d);
+  auto mix = [&h](std::string_view s) { h ^= std::hash<std::string_view>{}(s) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   for (const auto& [k, v] : labels) {
-    key += k;
-    key += '\x1f';
-    key += v;
-    key += '\x1e';
+    mix(k);
+    mix(v);
   }
-  return key;
+  return h;
+}
+
+size_t Aggregator::find(const MetricDesc* d, const Labels& labels, size_t hash) const {
+  auto [from, to] = index_.equal_range(hash);
+  for (auto it = from; it != to; ++it) {
+    const Series& s = series_[it->second];
+    if (s.desc == d && s.labels == labels) return it->second;
+  }
+  return kNone;
 }
 
 Aggregator::Series& Aggregator::series_for(const Sample& s) {
-  std::string key = key_of(s.desc, s.labels);
-  auto [it, inserted] = index_.try_emplace(std::move(key), series_.size());
-  if (inserted) {
-    Series n{s.desc, s.labels};
-    n.first = n.last = n.at_close = s.value;
-    n.run_min = n.run_max = s.value;
-    n.observed = !std::isnan(s.value);  // a peak alone is no observation
-    n.first_buckets = n.last_buckets = n.close_buckets = s.buckets;
-    series_.push_back(std::move(n));
+  // Sources read their series in the same order every time: the series after the last one found
+  // is the likely one, and is checked before any hashing (a thousand cgroups' series are looked
+  // up in order, not at random in the index).
+  if (next_ < series_.size() && series_[next_].desc == s.desc && series_[next_].labels == s.labels) {
+    return series_[next_++];
   }
-  return series_[it->second];
+  size_t hash = hash_of(s.desc, s.labels);
+  if (size_t at = find(s.desc, s.labels, hash); at != kNone) {
+    next_ = at + 1;
+    return series_[at];
+  }
+  next_ = series_.size() + 1;
+  index_.emplace(hash, series_.size());
+  Series n{s.desc, s.labels};
+  n.first = n.last = n.at_close = s.value;
+  n.run_min = n.run_max = s.value;
+  n.observed = !std::isnan(s.value);  // a peak alone is no observation
+  n.first_buckets = n.last_buckets = n.close_buckets = s.buckets;
+  series_.push_back(std::move(n));
+  return series_.back();
 }
 
 void Aggregator::observe_baseline(const Samples& samples, MonoClock::time_point now) {
   start(now);
   for (const Sample& s : samples) {
-    bool is_new = index_.count(key_of(s.desc, s.labels)) == 0;
+    bool is_new = find(s.desc, s.labels, hash_of(s.desc, s.labels)) == kNone;
     Series& ser = series_for(s);
     if (is_new && s.desc->kind == MetricKind::kGauge) ser.observed = false;
     if (is_new && s.desc->transient) ser.in_run = false;
@@ -116,19 +137,23 @@ std::vector<uint64_t> bucket_delta(const std::vector<uint64_t>& now, const std::
 
 std::vector<bool> Aggregator::passed_on() const {
   // One quantity, one name: of the sources that measure it, the highest rank observed fills it.
-  std::unordered_map<std::string, int> best;
-  auto quantity = [](const MetricDesc* d) { return std::string(d->family) + '\x1f' + std::string(d->name); };
-  for (const Series& s : series_) {
-    if (!s.observed) continue;
-    auto [it, inserted] = best.try_emplace(quantity(s.desc), s.desc->rank);
-    if (!inserted) it->second = std::max(it->second, s.desc->rank);
+  // Worked out per descriptor (a few hundred), then looked up per series (a thousand cgroups'
+  // series share a dozen descriptors).
+  std::unordered_map<const MetricDesc*, bool> observed;  // descriptor -> any series of it observed
+  for (const Series& s : series_) observed[s.desc] = observed[s.desc] || s.observed;
+  std::map<std::pair<std::string_view, std::string_view>, int> best;
+  for (const auto& [d, seen] : observed) {
+    if (!seen) continue;
+    auto [it, inserted] = best.try_emplace({d->family, d->name}, d->rank);
+    if (!inserted) it->second = std::max(it->second, d->rank);
+  }
+  std::unordered_map<const MetricDesc*, bool> passes;
+  for (const auto& [d, seen] : observed) {
+    auto it = best.find({d->family, d->name});
+    passes[d] = !d->denominator && (it == best.end() || d->rank >= it->second);
   }
   std::vector<bool> out(series_.size());
-  for (size_t i = 0; i < series_.size(); ++i) {
-    const MetricDesc* d = series_[i].desc;
-    auto it = best.find(quantity(d));
-    out[i] = !d->denominator && (it == best.end() || d->rank >= it->second);
-  }
+  for (size_t i = 0; i < series_.size(); ++i) out[i] = passes[series_[i].desc];
   return out;
 }
 
@@ -154,7 +179,7 @@ void Aggregator::forget_gone() {
   if (std::none_of(series_.begin(), series_.end(), gone)) return;
   series_.erase(std::remove_if(series_.begin(), series_.end(), gone), series_.end());
   index_.clear();
-  for (size_t i = 0; i < series_.size(); ++i) index_.emplace(key_of(series_[i].desc, series_[i].labels), i);
+  for (size_t i = 0; i < series_.size(); ++i) index_.emplace(hash_of(series_[i].desc, series_[i].labels), i);
 }
 
 IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -96,7 +97,11 @@ class Aggregator {
   // the rows still there at its end.
   void forget_gone();
   void start(MonoClock::time_point now);
-  static std::string key_of(const MetricDesc* d, const Labels& labels);
+  // A series is its descriptor and labels: hashed in place (no key is built per sample), the
+  // candidates with that hash compared whole.
+  static size_t hash_of(const MetricDesc* d, const Labels& labels);
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  [[nodiscard]] size_t find(const MetricDesc* d, const Labels& labels, size_t hash) const;  // index, or kNone
   struct RatioValue {
     const MetricDesc* out;
     const Series* numerator;  // the ratio carries the numerator's labels
@@ -108,7 +113,8 @@ class Aggregator {
   [[nodiscard]] std::vector<RatioValue> derive_ratios(Delta delta) const;
 
   std::vector<Series> series_;
-  std::unordered_map<std::string, size_t> index_;
+  std::unordered_multimap<size_t, size_t> index_;  // hash_of -> index in series_
+  size_t next_ = 0;                                // the series after the one last found
   std::vector<RatioRule> ratios_;
   MonoClock::time_point start_mono_, last_close_;
   WallClock::time_point start_wall_;

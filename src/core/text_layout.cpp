@@ -10,10 +10,6 @@
 namespace pm {
 namespace {
 
-bool same_quantity(const MetricDesc& a, const MetricDesc& b) {
-  return &a == &b || (a.family == b.family && a.name == b.name);
-}
-
 bool has_labels(const Labels& have, const Labels& want) {
   return std::all_of(want.begin(), want.end(),
                      [&](const auto& kv) { return std::find(have.begin(), have.end(), kv) != have.end(); });
@@ -21,9 +17,27 @@ bool has_labels(const Labels& have, const Labels& want) {
 
 }  // namespace
 
+void TextBlock::add(Shown v) {
+  Quantity*& q = by_desc_[v.desc];
+  if (q == nullptr) q = &quantities_[{v.desc->family, v.desc->name}];
+  q->at.push_back(values_.size());
+  values_.push_back(std::move(v));
+}
+
+// One quantity, one name: the series of every source that measures d's quantity.
+TextBlock::Quantity* TextBlock::quantity(const MetricDesc& d) {
+  auto it = quantities_.find({d.family, d.name});
+  if (it == quantities_.end()) return nullptr;
+  Quantity& q = it->second;
+  while (q.first < q.at.size() && values_[q.at[q.first]].shown) ++q.first;
+  return &q;
+}
+
 const Shown* TextBlock::take(const MetricDesc& d, const Labels& want) {
-  for (Shown& v : values_) {
-    if (v.shown || !same_quantity(*v.desc, d) || !has_labels(*v.labels, want)) continue;
+  Quantity* q = quantity(d);
+  for (size_t i = q != nullptr ? q->first : 0; q != nullptr && i < q->at.size(); ++i) {
+    Shown& v = values_[q->at[i]];
+    if (v.shown || !has_labels(*v.labels, want)) continue;
     v.shown = true;
     return &v;
   }
@@ -32,8 +46,10 @@ const Shown* TextBlock::take(const MetricDesc& d, const Labels& want) {
 
 std::vector<const Shown*> TextBlock::take_all(const MetricDesc& d) {
   std::vector<const Shown*> out;
-  for (Shown& v : values_) {
-    if (v.shown || !same_quantity(*v.desc, d)) continue;
+  Quantity* q = quantity(d);
+  for (size_t i = q != nullptr ? q->first : 0; q != nullptr && i < q->at.size(); ++i) {
+    Shown& v = values_[q->at[i]];
+    if (v.shown) continue;
     v.shown = true;
     out.push_back(&v);
   }
@@ -51,7 +67,7 @@ std::vector<const Shown*> TextBlock::take_all(TextLayout layout, std::string_vie
 }
 
 bool TextBlock::has(const MetricDesc& d) const {
-  return std::any_of(values_.begin(), values_.end(), [&](const Shown& v) { return same_quantity(*v.desc, d); });
+  return quantities_.count({d.family, d.name}) != 0;
 }
 
 void TextBlock::item(int order, std::string_view section, std::string text) {

@@ -8,8 +8,11 @@
 // "n/a", never as 0.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/metric.h"
@@ -45,7 +48,7 @@ class TextBlock {
   TextBlock& operator=(const TextBlock&) = delete;
 
   // The sink's side: the record's values, then render() after the layouts ran.
-  void add(Shown v) { values_.push_back(std::move(v)); }
+  void add(Shown v);
 
   // True for the run's summary (values are run totals and extrema), false for an interval.
   [[nodiscard]] bool summary() const { return summary_; }
@@ -82,9 +85,18 @@ class TextBlock {
     std::string text;
     bool own_line;
   };
+  // The values of one quantity (family, name), in the order they were added; those before
+  // `first` are shown. A thousand cgroups' series are looked up among their own, not among all.
+  struct Quantity {
+    std::vector<size_t> at;
+    size_t first = 0;
+  };
+  Quantity* quantity(const MetricDesc& d);
   bool summary_;
   double seconds_;
   std::vector<Shown> values_;
+  std::map<std::pair<std::string_view, std::string_view>, Quantity> quantities_;
+  std::unordered_map<const MetricDesc*, Quantity*> by_desc_;  // each descriptor's, once found
   std::vector<Entry> entries_;
 };
 

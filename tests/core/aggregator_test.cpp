@@ -433,5 +433,30 @@ TEST(Aggregator, TransientSeriesAreForgottenOnceGoneAfterTheirLastInterval) {
   EXPECT_EQ(agg.series_count(), 1u);
 }
 
+TEST(Aggregator, SeriesAreFoundInAnyOrderAndAmongMany) {
+  // A thousand labelled series read in one order, then in another with some missing and one new:
+  // each counter's delta is its own (the lookup's guess of the next series is only a guess).
+  Aggregator agg;
+  Samples first, second;
+  for (int i = 0; i < 1000; ++i) first.push_back(counter(i, {{"cgroup", "/c" + std::to_string(i)}}));
+  agg.observe(first, t0);
+  for (int i = 999; i >= 0; i -= 2) second.push_back(counter(i + 2.0 * i, {{"cgroup", "/c" + std::to_string(i)}}));
+  second.push_back(counter(5, {{"cgroup", "/new"}}));
+  agg.observe(second, t0 + seconds(1));
+  IntervalRecord rec = agg.close_interval(t0 + seconds(1));
+  for (int i : {1, 3, 501, 999}) {
+    const IntervalValue* v = find(rec.values, kReqs, {{"cgroup", "/c" + std::to_string(i)}});
+    ASSERT_NE(v, nullptr) << i;
+    EXPECT_DOUBLE_EQ(v->value, 2.0 * i) << i;
+  }
+  const IntervalValue* unread = find(rec.values, kReqs, {{"cgroup", "/c2"}});
+  ASSERT_NE(unread, nullptr);
+  EXPECT_DOUBLE_EQ(unread->value, 0.0);
+  const IntervalValue* fresh = find(rec.values, kReqs, {{"cgroup", "/new"}});
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_DOUBLE_EQ(fresh->value, 0.0) << "a series' first sample is its baseline";
+  EXPECT_EQ(rec.values.size(), 1001u);
+}
+
 }  // namespace
 }  // namespace pm

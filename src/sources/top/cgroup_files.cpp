@@ -53,8 +53,16 @@ std::optional<double> CgroupFiles::avg10(const Open& f, const UniqueFd& fd, cons
 }
 
 void CgroupFiles::read(const std::string& mount, std::vector<TopCgroup>& rows) {
+  std::vector<TopCgroup*> all;
+  all.reserve(rows.size());
+  for (TopCgroup& c : rows) all.push_back(&c);
+  read(mount, all);
+}
+
+void CgroupFiles::read(const std::string& mount, const std::vector<TopCgroup*>& rows) {
   ++readings_;
-  for (TopCgroup& c : rows) {
+  for (TopCgroup* row : rows) {
+    TopCgroup& c = *row;
     const std::string& path = c.path;
     std::string dir = mount + (path == "/" ? "" : path);
     auto it = open_.find(path);
@@ -104,8 +112,10 @@ void CgroupFiles::read(const std::string& mount, std::vector<TopCgroup>& rows) {
 }
 
 void CgroupFiles::read(const std::string& mount, TopRecord& rec) {
-  read(mount, rec.cgroups);
-  read_pressure(top_first(rec.cgroups, rec.sort, rec.count));
+  std::vector<TopCgroup*> rows = top_first(rec.cgroups, rec.sort, rec.count > 0 ? 2 * rec.count : 0);
+  read(mount, rows);
+  if (rec.count > 0 && rows.size() > static_cast<size_t>(rec.count)) rows.resize(static_cast<size_t>(rec.count));
+  read_pressure(rows);
 }
 
 void CgroupFiles::read_pressure(const std::vector<TopCgroup*>& shown) {

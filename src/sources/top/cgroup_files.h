@@ -26,8 +26,12 @@ class CgroupFiles {
   // Every row's cpu.stat increase since the previous reading (none for a row that was not in
   // it: an increase needs the reading before, whether or not the row was shown then). A row
   // whose cgroup is gone is marked removed. The files of cgroups without a row are closed.
+  void read(const std::string& mount, const std::vector<TopCgroup*>& rows);
   void read(const std::string& mount, std::vector<TopCgroup>& rows);
-  // Both for a record's cgroups: every row's cpu.stat, the pressure of those its lists show.
+  // Both for a record's cgroups: the cpu.stat of the rows its lists show and of as many again
+  // after them (a row that comes into the list mostly comes from there, with its reading before;
+  // one from further down shows n/a for its first interval), the pressure of those shown. A
+  // thousand cgroups cost no more than the twenty read (every row when the lists show every one).
   void read(const std::string& mount, TopRecord& rec);
   // The pressure files' some avg10, for the rows shown (the first N, after read() of this
   // reading): a gauge needs no history, and the kernel's pressure files cost the most to make.

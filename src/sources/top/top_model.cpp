@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <unordered_set>
 
 #include "core/metric.h"
 #include "core/text.h"
@@ -46,7 +47,7 @@ double TopModel::rss_of(const pm_task& t) const {
 }
 
 TopInterval TopModel::read(const TopReading& in) {
-  Pass p{in};
+  Pass p(in, &pool_);
   // A process that began after the reading before the last one could not have been counted yet
   // unless it has state (kept for kAbsentReadings readings after it was last seen).
   // (Right after the baseline: the baseline, what began before it is not the run's.)
@@ -60,19 +61,23 @@ TopInterval TopModel::read(const TopReading& in) {
   runq_latency(p);
   export_series(p);
   if (in.seconds == 0) return {};  // the baseline: state only
-  for (auto& [path, c] : p.cgroups) p.out.cgroups.push_back(std::move(c));
+  p.out.cgroups.reserve(p.cgroups.size());
+  for (auto& [path, c] : p.cgroups) p.out.cgroups.push_back(std::move(c.row));
   // A thread's user and command line are its process's (set where the details are read).
   return std::move(p.out);
 }
 
 // Live tasks, per process; a runnable task's blocked time is the one it had when it last slept.
 void TopModel::tasks(Pass& p) {
-  std::map<ProcessKey, Task> tasks_now;
+  tasks_now_.clear();
+  bool ascending = true;  // as the kernel's iterator gives them, by tid
   for (const pm_task& t : *p.in.live) {
     ProcessKey pk{t.tgid, t.leader_start_ns}, tk{t.pid, t.start_ns};
     TaskFigures tt = task_figures(t.fig);
-    Task& task = tasks_now[tk];
-    auto prev = tasks_.find(tk);
+    ascending = ascending && (tasks_now_.empty() || tasks_now_.back().first < tk);
+    Task& task = tasks_now_.emplace_back(tk, Task{}).second;
+    auto at = std::lower_bound(tasks_.begin(), tasks_.end(), tk, [](const auto& e, const ProcessKey& k) { return e.first < k; });
+    auto prev = at != tasks_.end() && !(tk < at->first) ? at : tasks_.end();
     // A runnable task's blocked time is not read (the kernel has no figure as of its last
     // wakeup here): its last exact one stands, and the sleep it woke from comes with the next
     // reading where it sleeps, an interval late. What an interval is given is at most what its
@@ -101,20 +106,26 @@ void TopModel::tasks(Pass& p) {
       if (runnable) row.state = 'R';
       // A thread's memory is its process's (one mm): its RSS is the process's, set below.
       if (t.flags & PM_TASK_HAS_MM) row.f.rss_bytes = rss_of(t);
-      row.cgroup = cgroup_of(t.cgroup_id).value_or("");
+      row.cgroup = cgroup_of(p, t.cgroup_id).value_or("");
       p.out.threads.push_back(std::move(row));
       p.thread_process.push_back(pk);
     }
     task.last = tt;
-    p.live[pk].add(tt);
+    Live& live = p.live[pk];
+    live.totals.add(tt);
     // The leader's figures are summed over the CPUs (bpf/core_fixes.bpf.h): they win.
-    if ((t.flags & PM_TASK_HAS_MM) && (p.rss.count(pk) == 0 || t.pid == t.tgid)) p.rss[pk] = rss_of(t);
-    if (t.pid == t.tgid || p.leader.count(pk) == 0) p.leader[pk] = &t;
+    if ((t.flags & PM_TASK_HAS_MM) && (!live.rss || t.pid == t.tgid)) live.rss = rss_of(t);
+    if (t.pid == t.tgid || live.leader == nullptr) live.leader = &t;
   }
-  tasks_ = std::move(tasks_now);
+  if (!ascending) {
+    std::sort(tasks_now_.begin(), tasks_now_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  std::swap(tasks_, tasks_now_);
   for (size_t i = 0; i < p.out.threads.size(); ++i) {
     TopProcess& row = p.out.threads[i];
-    if (auto it = p.rss.find(p.thread_process[i]); it != p.rss.end() && row.f.rss_bytes) row.f.rss_bytes = it->second;
+    if (auto it = p.live.find(p.thread_process[i]); it != p.live.end() && it->second.rss && row.f.rss_bytes) {
+      row.f.rss_bytes = *it->second.rss;
+    }
   }
 }
 
@@ -133,12 +144,30 @@ void TopModel::deaths(Pass& p) {
   }
 }
 
+const std::optional<std::string>& TopModel::cgroup_of(Pass& p, uint64_t id) const {
+  auto [it, fresh] = p.path_of_id.try_emplace(id);
+  if (fresh) it->second = cgroup_of(id);
+  return it->second;
+}
+
 TopCgroup& TopModel::cgroup_row(Pass& p, uint64_t id, const std::string& path) {
-  TopCgroup& c = p.cgroups[path];
-  c.path = path;
-  c.with_descendants = cgroup_depth_of(path) >= opts_.cgroup_depth;
-  p.cgroup_ids[path].insert(id);
+  auto [it, fresh] = p.cgroups.try_emplace(path);
+  TopCgroup& c = it->second.row;
+  if (fresh) {
+    c.path = path;
+    c.with_descendants = cgroup_depth_of(path) >= opts_.cgroup_depth;
+  }
+  auto& ids = it->second.ids;
+  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   return c;
+}
+
+TopCgroup* TopModel::cgroup_row(Pass& p, uint64_t id) {
+  auto [it, fresh] = p.row_of_id.try_emplace(id, nullptr);
+  if (fresh) {
+    if (const auto& path = cgroup_of(p, id)) it->second = &cgroup_row(p, id, *path);
+  }
+  return it->second;
 }
 
 // A process that moved within the interval: what it ran before each move ran in the cgroup it
@@ -154,10 +183,10 @@ double TopModel::credit_moves(Pass& p, const ProcessKey& pk, uint64_t from, doub
   for (const pm_move* m : it->second) {
     // Its live threads' time at the move, and the dead ones' (most of them died before it).
     double upto = std::clamp(static_cast<double>(m->on_cpu_ns) * 1e-9 + dead_cpu, at, now_cpu);
-    auto path = cgroup_of(from);
-    if (upto > at && path) {
+    TopCgroup* row = upto > at ? cgroup_row(p, from) : nullptr;
+    if (row != nullptr) {
       double share = (upto - at) / cpu;
-      TopCgroup& c = cgroup_row(p, from, *path);
+      TopCgroup& c = *row;
       c.f[TaskFig::kUser] += f.user_s() * share;
       c.f[TaskFig::kSystem] += f.system_s() * share;
       credited += upto - at;
@@ -185,7 +214,7 @@ TopProcess* TopModel::add_row(Pass& p, const ProcessKey& pk, Process& proc, cons
   }
   proc.seen = true;
   proc.absent = 0;
-  if (auto r = p.rss.find(pk); r != p.rss.end()) f.rss_bytes = r->second;
+  if (auto r = p.live.find(pk); r != p.live.end() && r->second.rss) f.rss_bytes = *r->second.rss;
   uint64_t before = std::exchange(proc.cgroup_before, proc.cgroup_id);
   if (p.in.seconds == 0 || !known) return nullptr;  // the baseline reading, or no baseline for it
   TopProcess row{static_cast<int>(pk.tgid), 0, proc.comm};
@@ -202,11 +231,10 @@ TopProcess* TopModel::add_row(Pass& p, const ProcessKey& pk, Process& proc, cons
       here[TaskFig::kSystem] -= f.system_s() * elsewhere / cpu;
     }
   }
-  if (auto path = cgroup_of(proc.cgroup_id)) {
-    row.cgroup = *path;
-    TopCgroup& c = cgroup_row(p, proc.cgroup_id, row.cgroup);
-    c.f.add(here);
-    if (!gone) ++c.processes;
+  if (TopCgroup* c = cgroup_row(p, proc.cgroup_id)) {
+    row.cgroup = c->path;
+    c->f.add(here);
+    if (!gone) ++c->processes;
   }
   if (opts_.process_groups != nullptr && std::regex_search(proc.comm, *opts_.process_groups)) {
     p.groups[proc.comm].add(f);
@@ -219,19 +247,20 @@ TopProcess* TopModel::add_row(Pass& p, const ProcessKey& pk, Process& proc, cons
 // Per process: the interval's figures, and the rows they add to (its cgroup at the depth limit,
 // its named group).
 void TopModel::processes(Pass& p) {
+  p.out.processes.reserve(p.live.size() + p.ended.size());
   for (const pm_move& m : *p.in.moves) p.moved[{m.tgid, m.leader_start_ns}].push_back(&m);
   for (auto& [pk, list] : p.moved) {
     std::stable_sort(list.begin(), list.end(), [](const pm_move* a, const pm_move* b) { return a->at_ns < b->at_ns; });
   }
-  for (auto& [pk, totals] : p.live) {
+  for (auto& [pk, live] : p.live) {
     Process& proc = processes_[pk];
-    if (const pm_task* l = p.leader[pk]) {
+    if (const pm_task* l = live.leader) {
       proc.comm = comm_of(l->comm);
       proc.cgroup_id = l->cgroup_id;
       proc.ppid = l->ppid;
       if (l->flags & PM_TASK_KTHREAD) proc.kernel = true;
     }
-    TaskFigures now = totals;
+    TaskFigures now = live.totals;
     now.add(proc.dead);
     add_row(p, pk, proc, now, false);
   }
@@ -254,27 +283,29 @@ void TopModel::forget_absent(Pass& p) {
 // a row is its cgroup and, at the depth limit, its descendants. Per id, the increase since the
 // last reading; per row, their sum: the interval's quantiles.
 void TopModel::runq_latency(Pass& p) {
-  std::set<uint64_t> slotted;
-  std::map<uint64_t, Runq> ids_now;
+  std::pmr::unordered_set<uint64_t> slotted(&pool_);
   auto up = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
   for (const CgroupRunq& r : *p.in.runq) {
-    auto path = cgroup_of(r.cgroup_id);
+    const auto& path = cgroup_of(p, r.cgroup_id);
     if (!path) continue;  // removed: what it had is counted already, and it gets no more
     slotted.insert(r.cgroup_id);
-    ids_now[r.cgroup_id] = {r.count, r.ns, r.hist};
-    auto last = runq_ids_.find(r.cgroup_id);
-    bool had = last != runq_ids_.end();
-    Runq d{up(r.count, had ? last->second.count : 0), up(r.ns, had ? last->second.ns : 0), r.hist};
-    for (size_t b = 0; b < d.hist.size(); ++b) {
-      d.hist[b] = up(r.hist[b], had && b < last->second.hist.size() ? last->second.hist[b] : 0);
-    }
-    p.runq[*path].add(d);
+    auto [last, fresh] = runq_ids_.try_emplace(r.cgroup_id);
+    Runq& was = last->second;
+    Runq& d = p.runq[*path];
+    d.count += up(r.count, was.count);
+    d.ns += up(r.ns, was.ns);
+    d.hist.resize(std::max(d.hist.size(), r.hist.size()));
+    for (size_t b = 0; b < r.hist.size(); ++b) d.hist[b] += up(r.hist[b], b < was.hist.size() ? was.hist[b] : 0);
+    was.count = r.count;
+    was.ns = r.ns;
+    was.hist.assign(r.hist.begin(), r.hist.end());
   }
-  runq_ids_ = std::move(ids_now);
-  for (auto& [path, c] : p.cgroups) {
+  std::erase_if(runq_ids_, [&](const auto& kv) { return slotted.count(kv.first) == 0; });
+  for (auto& [path, acc] : p.cgroups) {
+    TopCgroup& c = acc.row;
     // Read when each of its cgroups holds a slot, or none was refused one (then a cgroup without
     // a slot had no task switch in): no quantiles then means no waits ("-"), else n/a.
-    const auto& ids = p.cgroup_ids[path];
+    const auto& ids = acc.ids;
     c.runq_read =
         p.in.all_slotted || std::all_of(ids.begin(), ids.end(), [&](uint64_t id) { return slotted.count(id) != 0; });
     auto it = p.runq.find(path);
@@ -292,14 +323,15 @@ void TopModel::export_series(Pass& p) {
     bool cgroup;
     const std::string* raw;
     const TopFigures* f;
+    const TopCgroup* c;  // a cgroup row's
   };
   std::vector<Row> kept;
   for (bool cgroup : {true, false}) {
     std::vector<Row> list;
     if (cgroup) {
-      for (const auto& [path, c] : p.cgroups) list.push_back({true, &path, &c.f});
+      for (const auto& [path, c] : p.cgroups) list.push_back({true, &path, &c.row.f, &c.row});
     } else {
-      for (const auto& [name, f] : p.groups) list.push_back({false, &name, &f});
+      for (const auto& [name, f] : p.groups) list.push_back({false, &name, &f, nullptr});
     }
     std::stable_sort(list.begin(), list.end(),
                      [&](const Row& a, const Row& b) { return a.f->key(opts_.sort) > b.f->key(opts_.sort); });
@@ -321,9 +353,10 @@ void TopModel::export_series(Pass& p) {
   for (const Row& r : kept) {
     Exported& e = out[r.cgroup][clean_utf8(*r.raw)];
     e.f.add(*r.f);
-    e.procs += r.cgroup ? p.cgroups[*r.raw].processes : p.group_procs[*r.raw];
+    e.procs += r.cgroup ? r.c->processes : p.group_procs[*r.raw];
+    if (!r.cgroup || !r.c->runq_read) continue;
     auto iv = p.runq.find(*r.raw);
-    if (!r.cgroup || iv == p.runq.end() || !p.cgroups[*r.raw].runq_read) continue;
+    if (iv == p.runq.end()) continue;
     e.timed = true;
     e.runq.add(iv->second);
   }

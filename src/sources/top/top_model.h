@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <regex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -107,20 +109,35 @@ class TopModel {
     std::vector<uint64_t> hist;
     void add(const Runq& o);
   };
-  // What one reading works on, from step to step.
+  // A process with live tasks at this reading.
+  struct Live {
+    TaskFigures totals;  // its live tasks' summed
+    std::optional<double> rss;
+    const pm_task* leader = nullptr;  // its main thread, else the first of its tasks
+  };
+  // What one reading works on, from step to step. Its per-process containers allocate from the
+  // model's pool, which keeps the memory from pass to pass (a thousand processes' nodes are not
+  // asked of malloc and freed again every interval).
   struct Pass {
+    Pass(const TopReading& reading, std::pmr::memory_resource* pool)
+        : in(reading), live(pool), ended(pool), path_of_id(pool), row_of_id(pool), moved(pool) {}
     const TopReading& in;
-    std::map<ProcessKey, TaskFigures> live;  // per process: its live tasks' totals
-    std::map<ProcessKey, double> rss;
-    std::map<ProcessKey, const pm_task*> leader;
+    std::pmr::map<ProcessKey, Live> live;
     std::vector<ProcessKey> thread_process;  // each thread row's process
-    std::set<ProcessKey> ended;
+    std::pmr::set<ProcessKey> ended;
     uint64_t never_counted_after = 0;
-    std::map<std::string, TopCgroup> cgroups;
-    std::map<std::string, std::set<uint64_t>> cgroup_ids;  // the cgroups whose processes a row holds
+    struct Cgroup {
+      TopCgroup row;
+      std::vector<uint64_t> ids;  // the cgroups whose processes the row holds (a few at most)
+    };
+    std::map<std::string, Cgroup> cgroups;
+    // Per cgroup id, its row's path (absent: the cgroup is gone) and its row once it has one:
+    // each id is named and cut to the depth limit once a pass, not once per process.
+    std::pmr::unordered_map<uint64_t, std::optional<std::string>> path_of_id;
+    std::pmr::unordered_map<uint64_t, TopCgroup*> row_of_id;
     std::map<std::string, TopFigures> groups;
     std::map<std::string, int> group_procs;
-    std::map<ProcessKey, std::vector<const pm_move*>> moved;
+    std::pmr::map<ProcessKey, std::vector<const pm_move*>> moved;
     std::map<std::string, Runq> runq;  // per row, the interval's
     TopInterval out;
   };
@@ -132,6 +149,8 @@ class TopModel {
   double credit_moves(Pass& p, const ProcessKey& pk, uint64_t from, double last_cpu, double now_cpu,
                       const TopFigures& f);
   TopCgroup& cgroup_row(Pass& p, uint64_t id, const std::string& path);
+  TopCgroup* cgroup_row(Pass& p, uint64_t id);  // nullptr: the cgroup is gone
+  const std::optional<std::string>& cgroup_of(Pass& p, uint64_t id) const;
   void forget_absent(Pass& p);
   void runq_latency(Pass& p);
   void export_series(Pass& p);
@@ -142,7 +161,8 @@ class TopModel {
   CgroupPath path_of_;
   double page_size_;
   std::map<ProcessKey, Process> processes_;
-  std::map<ProcessKey, Task> tasks_;   // keyed by (tid, start)
+  std::vector<std::pair<ProcessKey, Task>> tasks_, tasks_now_;  // by (tid, start), ascending
+  std::pmr::unsynchronized_pool_resource pool_;                    // the passes' containers
   std::map<uint64_t, Runq> runq_ids_;  // per cgroup id, the kernel's totals at the last reading
   std::map<std::string, TaskFigures> cgroup_rows_, group_rows_;  // exported running totals
   std::map<std::string, Runq> runq_rows_;

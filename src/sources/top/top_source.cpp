@@ -280,24 +280,31 @@ void TopSource::collect(Samples& out) {
   s.record = std::move(rec);
 }
 
-// The rows' details from /proc and the cgroups' own files: cpu.stat's increase for every row (it
-// needs the reading before), pressure for the rows the lists show.
+// The details of the rows the lists show (every row for the interactive view, which sorts and
+// filters them itself) from /proc, a file or two per row: reading them for a thousand rows no one
+// sees would be most of what the lists cost. The cgroups' own files: cpu.stat's increase for
+// every row (it needs the reading before), pressure for the rows shown.
 void TopSource::add_details(TopRecord& rec) {
   State& s = *state_;
-  for (TopProcess& t : rec.threads) s.details.fill(t, t.start_ns, /*with_command=*/false);
+  std::vector<TopProcess*> threads = top_first(rec.threads, rec.sort, rec.count);
+  for (TopProcess* t : threads) s.details.fill(*t, t->start_ns, /*with_command=*/false);
   s.details.next_reading();
-  std::map<int, const TopProcess*> process_of;
-  for (TopProcess& r : rec.processes) {
-    if (!r.exited) s.details.fill(r, r.start_ns);
-    process_of[r.pid] = &r;
-  }
-  // A thread's user and command line are its process's.
-  for (TopProcess& t : rec.threads) {
-    if (auto it = process_of.find(t.pid); it != process_of.end()) {
-      t.uid = it->second->uid;
-      t.user = it->second->user;
-      t.command = it->second->command;
-    }
+  std::vector<TopProcess*> shown = top_first(rec.processes, rec.sort, rec.count);
+  std::map<int, TopProcess*> process_of;
+  for (TopProcess& r : rec.processes) process_of[r.pid] = &r;
+  // A thread's user and command line are its process's: its process's details are read too.
+  std::set<TopProcess*> filled;
+  auto fill = [&](TopProcess* r) {
+    if (!r->exited && filled.insert(r).second) s.details.fill(*r, r->start_ns);
+  };
+  for (TopProcess* r : shown) fill(r);
+  for (TopProcess* t : threads) {
+    auto it = process_of.find(t->pid);
+    if (it == process_of.end()) continue;
+    fill(it->second);
+    t->uid = it->second->uid;
+    t->user = it->second->user;
+    t->command = it->second->command;
   }
   s.cgroup_files.read(s.names.mount(), rec);
 }
