@@ -225,13 +225,7 @@ TEST(CompareRuns, TheTextLeadsWithTheCommandsCpuTime) {
 // Twenty pairs of 5 vs 5 runs of the same command: with the correction, at most alpha of the
 // figures compared may come out significant (the expected number is close to zero).
 TEST(CompareRuns, AASuiteFlagsNoMoreThanAlpha) {
-  // 20 pairs of 5 runs against 5; a sanitizer build, 3 times slower, checks the same code paths
-  // with 3 (its memory safety, not the statistics, is what that build is for).
-#ifdef PM_SANITIZED
-  constexpr int kPairs = 3;
-#else
-  constexpr int kPairs = 20;
-#endif
+  constexpr int kPairs = 20;  // of 5 runs against 5
   std::string base = temp_base();
   size_t flagged = 0, tested = 0, pairs_flagging = 0, gated_flags = 0;
   for (int pair = 0; pair < kPairs; ++pair) {
