@@ -8,9 +8,10 @@
 #   monitor    perf-monitor, live system-wide, everything on (adds perf counters on every CPU)
 #   run        perf-monitor run -- the ping-pong: the tree followed exactly in the kernel
 #              (eBPF sources only: membership checks, exit capture, the tree's run-queue waits)
-#   run-all    the same with everything on (adds perf counters inherited by the tree's tasks)
+#   run-all    the same with the defaults (the counters perf-monitor opens for a tree: where eBPF
+#              follows it, only those its figures lack, e.g. cpu-migrations)
 #   bpftrace   an equivalent bpftrace script: switches per CPU, wakeups, run-queue histogram
-#   kernel-base, run-base   with BASE=OTHER_PERF_MONITOR: kernel and run for that binary (an
+#   kernel-base, run-base, run-all-base   with BASE=OTHER_PERF_MONITOR: those for that binary (an
 #              earlier build), interleaved with the rest, to compare two versions in one run
 # Each configuration runs ROUNDS times, interleaved; the median usecs/op is reported with its
 # slowdown against bare. For perf-monitor also its own CPU during the storm, and its peak RSS.
@@ -83,6 +84,7 @@ for ((r = 0; r < rounds; r++)); do
     results[run-base]+="$(bin=$BASE run_us --config /tmp/pm-bench-kernel.toml) "
   fi
   results[run-all]+="$(run_us) "
+  [ -n "${BASE:-}" ] && results[run-all-base]+="$(bin=$BASE run_us) "
 
   if command -v bpftrace > /dev/null; then
     bpftrace /tmp/pm-bench.bt > /dev/null 2>&1 & bpid=$!; sleep 4
@@ -95,7 +97,7 @@ done
 
 bare=$(echo ${results[bare]} | tr ' ' '\n' | median)
 printf '%-10s %10s %10s\n' config usecs/op slowdown
-for c in bare floor kernel kernel-base monitor run run-base run-all bpftrace; do
+for c in bare floor kernel kernel-base monitor run run-base run-all run-all-base bpftrace; do
   [ -n "${results[$c]:-}" ] || continue
   m=$(echo ${results[$c]} | tr ' ' '\n' | median)
   printf '%-10s %10s %10.3f\n' "$c" "$m" "$(echo "$m / $bare" | bc -l)"

@@ -49,6 +49,7 @@ class TextBlock {
 
   // The sink's side: the record's values, then render() after the layouts ran.
   void add(Shown v);
+  void reserve(size_t values) { values_.reserve(values); }
 
   // True for the run's summary (values are run totals and extrema), false for an interval.
   [[nodiscard]] bool summary() const { return summary_; }

@@ -18,6 +18,7 @@ namespace pm {
 namespace {
 
 void fill(TextBlock& b, const IntervalRecord& rec) {
+  b.reserve(rec.values.size());
   for (const IntervalValue& v : rec.values) {
     b.add({v.desc, v.labels, v.value, v.rate, v.min, v.max, static_cast<double>(bucket_total(v.buckets)), v.p50, v.p90,
            v.p99, v.derived});
@@ -25,6 +26,7 @@ void fill(TextBlock& b, const IntervalRecord& rec) {
 }
 
 void fill(TextBlock& b, const SummaryRecord& rec) {
+  b.reserve(rec.values.size());
   for (const SummaryValue& v : rec.values) {
     bool counts = v.desc->kind != MetricKind::kGauge && !v.derived;
     double rate = counts && rec.seconds > 0 ? v.value / rec.seconds : std::nan("");

@@ -48,6 +48,7 @@ double TopModel::rss_of(const pm_task& t) const {
 
 TopInterval TopModel::read(const TopReading& in) {
   Pass p(in, &pool_);
+  ++passes_;
   // A process that began after the reading before the last one could not have been counted yet
   // unless it has state (kept for kAbsentReadings readings after it was last seen).
   // (Right after the baseline: the baseline, what began before it is not the run's.)
@@ -57,7 +58,7 @@ TopInterval TopModel::read(const TopReading& in) {
   tasks(p);
   deaths(p);
   processes(p);
-  forget_absent(p);
+  forget_absent();
   runq_latency(p);
   export_series(p);
   if (in.seconds == 0) return {};  // the baseline: state only
@@ -254,6 +255,7 @@ void TopModel::processes(Pass& p) {
   }
   for (auto& [pk, live] : p.live) {
     Process& proc = processes_[pk];
+    proc.pass = passes_;
     if (const pm_task* l = live.leader) {
       proc.comm = comm_of(l->comm);
       proc.cgroup_id = l->cgroup_id;
@@ -266,15 +268,16 @@ void TopModel::processes(Pass& p) {
   }
   for (const ProcessKey& pk : p.ended) {
     Process& proc = processes_[pk];
+    proc.pass = passes_;
     add_row(p, pk, proc, proc.dead, true);
   }
 }
 
 // Processes with neither a live task nor a death this reading: ended earlier (a thread of it
 // may still be on its way out), or its last task is; kept a while, then forgotten.
-void TopModel::forget_absent(Pass& p) {
+void TopModel::forget_absent() {
   for (auto it = processes_.begin(); it != processes_.end();) {
-    bool here = p.live.count(it->first) != 0 || p.ended.count(it->first) != 0;
+    bool here = it->second.pass == passes_;
     it = !here && ++it->second.absent > kAbsentReadings ? processes_.erase(it) : std::next(it);
   }
 }

@@ -86,13 +86,18 @@ class TopModel {
     uint32_t tgid;
     uint64_t start;
     bool operator<(const ProcessKey& o) const { return std::tie(tgid, start) < std::tie(o.tgid, o.start); }
+    bool operator==(const ProcessKey& o) const = default;
+  };
+  struct ProcessKeyHash {
+    size_t operator()(const ProcessKey& k) const { return std::hash<uint64_t>{}(k.start ^ (uint64_t{k.tgid} << 40)); }
   };
   struct Process {
     TaskFigures dead;  // threads that died, summed
     TaskFigures last;  // the totals at the previous reading
     bool seen = false;
     bool kernel = false;
-    int absent = 0;  // readings in a row with neither a live task nor a death of it
+    int absent = 0;      // readings in a row with neither a live task nor a death of it
+    uint64_t pass = 0;   // the last reading that had a live task or a death of it
     std::string comm;
     uint32_t ppid = 0;
     uint64_t cgroup_id = 0;
@@ -151,7 +156,7 @@ class TopModel {
   TopCgroup& cgroup_row(Pass& p, uint64_t id, const std::string& path);
   TopCgroup* cgroup_row(Pass& p, uint64_t id);  // nullptr: the cgroup is gone
   const std::optional<std::string>& cgroup_of(Pass& p, uint64_t id) const;
-  void forget_absent(Pass& p);
+  void forget_absent();
   void runq_latency(Pass& p);
   void export_series(Pass& p);
   std::optional<std::string> cgroup_of(uint64_t id) const;
@@ -160,7 +165,10 @@ class TopModel {
   TopModelOptions opts_;
   CgroupPath path_of_;
   double page_size_;
-  std::map<ProcessKey, Process> processes_;
+  // Looked up once or twice per process and reading: hashed, so ten thousand cost what a
+  // thousand do, each.
+  std::unordered_map<ProcessKey, Process, ProcessKeyHash> processes_;
+  uint64_t passes_ = 0;
   std::vector<std::pair<ProcessKey, Task>> tasks_, tasks_now_;  // by (tid, start), ascending
   std::pmr::unsynchronized_pool_resource pool_;                    // the passes' containers
   std::map<uint64_t, Runq> runq_ids_;  // per cgroup id, the kernel's totals at the last reading
