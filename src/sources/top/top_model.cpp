@@ -364,19 +364,22 @@ void TopModel::export_series(Pass& p) {
     e.runq.add(iv->second);
   }
   for (bool cgroup : {true, false}) {
-    auto& rows_kept = cgroup ? cgroup_rows_ : group_rows_;
+    auto& totals = kept_[cgroup];
     for (const auto& [name, e] : out[cgroup]) {
-      TaskFigures& total = rows_kept[name];
-      total.add(e.f);
-      TopSeries s{cgroup, name, total, e.procs, e.f.rss_bytes};
-      // The row's run-queue histogram: a running sum of its intervals, as its other counters.
-      if (e.timed) {
-        Runq& r = runq_rows_[name];
-        r.add(e.runq);
+      Kept& k = totals[name];
+      k.total.add(e.f);
+      k.pass = passes_;
+      TopSeries s{cgroup, name, k.total, e.procs, e.f.rss_bytes};
+      // The row's run-queue histogram: a running sum of its intervals, as its other counters;
+      // a row not timed in an interval starts it again.
+      if (!e.timed) {
+        k.runq = {};
+      } else {
+        k.runq.add(e.runq);
         s.timed = true;
-        s.runq_count = r.count;
-        s.runq_ns = r.ns;
-        s.runq_hist = r.hist;
+        s.runq_count = k.runq.count;
+        s.runq_ns = k.runq.ns;
+        s.runq_hist = k.runq.hist;
       }
       p.out.series.push_back(std::move(s));
     }
@@ -384,12 +387,8 @@ void TopModel::export_series(Pass& p) {
     // over --max-series) is forgotten: what is kept is bounded by what is alive. Its last
     // interval went out with the reading before; should it come back, its series start again
     // from zero (a counter reset, which Prometheus's rate() expects).
-    std::erase_if(rows_kept, [&](const auto& kv) { return out[cgroup].count(kv.first) == 0; });
+    std::erase_if(totals, [&](const auto& kv) { return kv.second.pass != passes_; });
   }
-  std::erase_if(runq_rows_, [&](const auto& kv) {
-    auto e = out[1].find(kv.first);
-    return e == out[1].end() || !e->second.timed;
-  });
   p.out.dropped = dropped_;
 }
 

@@ -172,8 +172,14 @@ class TopModel {
   std::vector<std::pair<ProcessKey, Task>> tasks_, tasks_now_;  // by (tid, start), ascending
   std::pmr::unsynchronized_pool_resource pool_;                    // the passes' containers
   std::map<uint64_t, Runq> runq_ids_;  // per cgroup id, the kernel's totals at the last reading
-  std::map<std::string, TaskFigures> cgroup_rows_, group_rows_;  // exported running totals
-  std::map<std::string, Runq> runq_rows_;
+  // An exported row's running totals (and its run-queue histogram's, when timed), by label
+  // value; `pass`: the last reading that exported it.
+  struct Kept {
+    TaskFigures total;
+    Runq runq;
+    uint64_t pass = 0;
+  };
+  std::unordered_map<std::string, Kept> kept_[2];  // [cgroup]: process groups, cgroups
   uint64_t last_read_ns_ = 0, read_ns_before_ = 0;
   uint64_t dropped_ = 0;
 };
