@@ -63,7 +63,7 @@ void append_cells(Out& out, const Series& s) {
   out.s += '[';
   for (size_t k = 0; k < s.size(); ++k) {
     if (k) out.s += ',';
-    out.s += s.cell(k);
+    s.append_cell(out.s, k);
     out.piece();
   }
   out.s += ']';
@@ -73,10 +73,10 @@ void append_value_series(Out& out, const Series& s, size_t n) {
   out.s += '{';
   append_path(out, s.path);
   bool constant = s.size() == n && n > 0;
-  for (size_t k = 1; constant && k < s.size(); ++k) constant = s.cell(k) == s.cell(0);
+  for (size_t k = 1; constant && k < s.size(); ++k) constant = s.same_cells(k, 0);
   if (constant) {
     out.s += ",\"c\":";
-    out.s += s.cell(0);
+    s.append_cell(out.s, 0);
   } else {
     out.s += ",\"v\":";
     append_cells(out, s);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <queue>
 #include <random>
@@ -39,63 +40,90 @@ void push_key(std::string& key, const std::string& part) {
   key += part;
 }
 
-// A cell's JSON text: numbers as the shortest text that reads back the same double.
-void append_cell(std::string& out, const Json& j) {
+// A number cell's JSON text: the shortest that reads back the same double ("null" for NaN).
+void append_number(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  out.append(buf, fmt::format_to_n(buf, sizeof buf, "{}", v).out);
+}
+
+// A value of the tree into its series: numbers (an integer while a double holds it exactly)
+// and null as numbers, anything else as its JSON text.
+void put(Series& s, uint32_t row, const Json& j) {
+  constexpr double kExact = 9007199254740992.0;  // 2^53
   switch (j.type()) {
+    case Json::value_t::null:
+      s.put_number(row, NAN);
+      break;
     case Json::value_t::number_integer:
-      fmt::format_to(std::back_inserter(out), "{}", j.get<int64_t>());
-      break;
-    case Json::value_t::number_unsigned:
-      fmt::format_to(std::back_inserter(out), "{}", j.get<uint64_t>());
-      break;
-    case Json::value_t::number_float: {
-      double v = j.get<double>();
-      if (std::isfinite(v)) {
-        fmt::format_to(std::back_inserter(out), "{}", v);
+      if (double v = static_cast<double>(j.get<int64_t>()); std::fabs(v) <= kExact) {
+        s.put_number(row, v);
       } else {
-        out += "null";
+        s.put_text(row, fmt::format("{}", j.get<int64_t>()));
       }
       break;
-    }
+    case Json::value_t::number_unsigned:
+      if (double v = static_cast<double>(j.get<uint64_t>()); v <= kExact) {
+        s.put_number(row, v);
+      } else {
+        s.put_text(row, fmt::format("{}", j.get<uint64_t>()));
+      }
+      break;
+    case Json::value_t::number_float:
+      s.put_number(row, std::isfinite(j.get<double>()) ? j.get<double>() : NAN);
+      break;
     default:
-      out += j.dump(-1, ' ', false, Json::error_handler_t::replace);
+      s.put_text(row, j.dump(-1, ' ', false, Json::error_handler_t::replace));
   }
 }
 
-void put(Series& s, size_t row, const Json& value) {
-  if (!s.rows.empty() && s.rows.back() == row) {  // a key repeated in a wide object: the last value
-    s.rows.pop_back();
-    s.ends.pop_back();
-    s.text.resize(s.ends.empty() ? 0 : s.ends.back());
-  }
-  s.rows.push_back(static_cast<uint32_t>(row));
-  append_cell(s.text, value);
-  s.ends.push_back(s.text.size());
-}
+// One bucket count: a double, or the text of an integer no double holds.
+struct Count {
+  double value = 0;
+  std::string_view text;
+};
 
-void put_buckets(Series& h, size_t row, const Json& buckets) {
-  if (!h.rows.empty() && h.rows.back() == row) {
-    h.rows.pop_back();
-    h.ends.pop_back();
-    h.lengths.pop_back();
-    h.text.resize(h.ends.empty() ? 0 : h.ends.back());
-  }
+// A histogram's buckets, as page_data.h writes them: 0 when every count is zero, else
+// [offset, counts...] from the first non-zero count to the last.
+void put_buckets(Series& h, uint32_t row, const std::vector<Count>& buckets) {
   size_t lo = 0, hi = buckets.size();
-  while (lo < hi && buckets[lo].get<double>() == 0) ++lo;
-  while (hi > lo && buckets[hi - 1].get<double>() == 0) --hi;
-  h.rows.push_back(static_cast<uint32_t>(row));
+  while (lo < hi && buckets[lo].text.empty() && buckets[lo].value == 0) ++lo;
+  while (hi > lo && buckets[hi - 1].text.empty() && buckets[hi - 1].value == 0) --hi;
+  std::string cell;
   if (lo == hi) {
-    h.text += '0';
+    cell = "0";
   } else {
-    fmt::format_to(std::back_inserter(h.text), "[{}", lo);
+    cell = fmt::format("[{}", lo);
     for (size_t k = lo; k < hi; ++k) {
-      h.text += ',';
-      append_cell(h.text, buckets[k]);
+      cell += ',';
+      if (buckets[k].text.empty()) {
+        append_number(cell, buckets[k].value);
+      } else {
+        cell += buckets[k].text;
+      }
     }
-    h.text += ']';
+    cell += ']';
   }
-  h.ends.push_back(h.text.size());
+  if (!h.rows.empty() && h.rows.back() == row) h.lengths.pop_back();  // a repeated key: the last
+  h.put_text(row, cell);
   h.lengths.push_back(static_cast<uint32_t>(buckets.size()));
+}
+
+void put_buckets(Series& h, uint32_t row, const Json& buckets) {
+  std::vector<std::string> texts(buckets.size());
+  std::vector<Count> counts(buckets.size());
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    const Json& b = buckets[k];
+    counts[k].value = b.get<double>();
+    if (b.is_number_integer() && std::fabs(counts[k].value) > 9007199254740992.0) {
+      texts[k] = b.dump();
+      counts[k].text = texts[k];
+    }
+  }
+  put_buckets(h, row, counts);
 }
 
 // A span's latency, for keeping the slowest: "latency_s" where there is one.
@@ -209,6 +237,78 @@ bool is_histogram(const Json& j) {
   return std::all_of(b->begin(), b->end(), [](const Json& x) { return x.is_number(); });
 }
 
+void CellText::append(std::string_view cell) {
+  if (blocks_.empty() || (!blocks_.back().empty() && blocks_.back().size() + cell.size() > kBlockBytes)) {
+    blocks_.emplace_back();
+    // A full block's worth at once: no copies as it fills (a column's first block grows as
+    // needed, so that a column of a few cells stays small).
+    if (blocks_.size() > 1) blocks_.back().reserve(std::max(kBlockBytes, cell.size()));
+  }
+  std::string& b = blocks_.back();
+  b += cell;
+  cells_.push_back(Cell{static_cast<uint32_t>(blocks_.size() - 1), static_cast<uint32_t>(b.size())});
+}
+
+void CellText::pop_back() {
+  cells_.pop_back();
+  std::string& b = blocks_.back();
+  b.resize(!cells_.empty() && cells_.back().block == blocks_.size() - 1 ? cells_.back().end : 0);
+  if (b.empty() && blocks_.size() > 1) blocks_.pop_back();
+}
+
+bool Series::take_row(uint32_t row) {
+  if (!rows.empty() && rows.back() == row) {  // a key repeated in a wide object: the last value
+    if (as_text) {
+      text.pop_back();
+    } else {
+      numbers.pop_back();
+    }
+    return false;
+  }
+  rows.push_back(row);
+  return true;
+}
+
+void Series::put_number(uint32_t row, double v) {
+  take_row(row);
+  if (as_text) {
+    std::string cell;
+    append_number(cell, v);
+    text.append(cell);
+  } else {
+    numbers.push_back(v);
+  }
+}
+
+void Series::put_text(uint32_t row, std::string_view json) {
+  take_row(row);
+  if (!as_text) {  // the first cell that is not a number: every cell as text from now on
+    std::string cell;
+    for (double v : numbers) {
+      cell.clear();
+      append_number(cell, v);
+      text.append(cell);
+    }
+    std::vector<double>().swap(numbers);
+    as_text = true;
+  }
+  text.append(json);
+}
+
+void Series::append_cell(std::string& out, size_t k) const {
+  if (as_text) {
+    out += text[k];
+  } else {
+    append_number(out, numbers[k]);
+  }
+}
+
+bool Series::same_cells(size_t a, size_t b) const {
+  if (as_text) return text[a] == text[b];
+  double x = numbers[a], y = numbers[b];
+  return (std::isnan(x) && std::isnan(y)) || (x == y && std::signbit(x) == std::signbit(y));
+}
+
 std::optional<Json> Series::value_at(size_t row) const {
   auto it = std::lower_bound(rows.begin(), rows.end(), row);
   if (it == rows.end() || *it != row || histogram) return std::nullopt;
@@ -257,7 +357,7 @@ void SeriesTable::walk(const Json& j, std::vector<std::string>& path, std::strin
     push_key(key, part);
     if (is_histogram(value)) {
       if (Series* h = at(path, key, true)) {
-        put_buckets(*h, rows_, value["buckets"]);
+        put_buckets(*h, static_cast<uint32_t>(rows_), value["buckets"]);
         for (const auto& field : value.items()) {
           const std::string& name = field.key();
           if (name == "buckets") continue;
@@ -266,7 +366,7 @@ void SeriesTable::walk(const Json& j, std::vector<std::string>& path, std::strin
             f = h->fields.insert(h->fields.end(), Series{});
             f->path = {name};
           }
-          put(*f, rows_, field.value());
+          put(*f, static_cast<uint32_t>(rows_), field.value());
         }
       }
     } else if (value.is_object() && !value.empty()) {
@@ -276,7 +376,7 @@ void SeriesTable::walk(const Json& j, std::vector<std::string>& path, std::strin
         ++long_paths_;
       }
     } else if (Series* s = at(path, key, false)) {
-      put(*s, rows_, value);
+      put(*s, static_cast<uint32_t>(rows_), value);
     }
     path.pop_back();
     key.resize(key_size);
