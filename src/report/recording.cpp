@@ -80,6 +80,16 @@ void put(Series& s, uint32_t row, const Json& j) {
   }
 }
 
+// A scanned value into its series, the same way; anything but a number or null as its text in
+// the line.
+void put(Series& s, uint32_t row, const JsonToken& t, std::string_view line) {
+  if (t.kind == JsonToken::kNull || (t.kind == JsonToken::kNumber && t.plain)) {
+    s.put_number(row, t.kind == JsonToken::kNull ? NAN : t.number);
+  } else {
+    s.put_text(row, line.substr(t.begin, t.end - t.begin));
+  }
+}
+
 // One bucket count: a double, or the text of an integer no double holds.
 struct Count {
   double value = 0;
@@ -122,6 +132,25 @@ void put_buckets(Series& h, uint32_t row, const Json& buckets) {
       texts[k] = b.dump();
       counts[k].text = texts[k];
     }
+  }
+  put_buckets(h, row, counts);
+}
+
+// The same from a scanned array of numbers (its text in the line).
+void put_buckets(Series& h, uint32_t row, std::string_view array) {
+  std::vector<Count> counts;
+  size_t i = 1;  // past '['
+  while (i < array.size()) {
+    size_t from = array.find_first_of("-0123456789", i);
+    if (from == std::string_view::npos) break;
+    size_t to = array.find_first_not_of("-+.eE0123456789", from);
+    std::string_view text = array.substr(from, to - from);
+    Count c;
+    bool exact = true;
+    json_number(text, &c.value, &exact);
+    if (!exact) c.text = text;
+    counts.push_back(c);
+    i = to;
   }
   put_buckets(h, row, counts);
 }
@@ -393,6 +422,83 @@ void SeriesTable::add(const Json& record) {
 
 namespace {
 
+// The member of a scanned object named `name` (its value's index), or 0.
+size_t member(const std::vector<JsonToken>& tokens, size_t object, std::string_view line, std::string_view name) {
+  for (size_t k = object + 1; k < tokens[object].next;) {
+    std::string_view key = line.substr(tokens[k].begin + 1, tokens[k].end - tokens[k].begin - 2);
+    if (key == name) return k + 1;
+    k = tokens[k + 1].kind == JsonToken::kObject ? tokens[k + 1].next : k + 2;
+  }
+  return 0;
+}
+
+// is_histogram() of a scanned value.
+bool is_histogram(const std::vector<JsonToken>& tokens, size_t at, std::string_view line) {
+  const JsonToken& t = tokens[at];
+  if (t.kind != JsonToken::kObject || t.count > kMaxHistogramFields + 1) return false;
+  size_t b = member(tokens, at, line, "buckets"), base = member(tokens, at, line, "bucket_base");
+  return b != 0 && base != 0 && tokens[b].kind == JsonToken::kArray && tokens[b].plain &&
+         tokens[b].count <= kMaxBuckets && tokens[base].kind == JsonToken::kNumber;
+}
+
+}  // namespace
+
+// As walk() of the tree above, member by member; scan_json_line() has left out the objects
+// whose repeated keys the tree would merge, so both give the same columns.
+void SeriesTable::walk(const std::vector<JsonToken>& tokens, size_t object, std::string_view line,
+                       std::vector<std::string>& path, std::string& key) {
+  const size_t key_size = key.size();
+  const auto row = static_cast<uint32_t>(rows_);
+  for (size_t k = object + 1; k < tokens[object].next;) {
+    const size_t v = k + 1;
+    const JsonToken& value = tokens[v];
+    const size_t next = value.kind == JsonToken::kObject ? value.next : v + 1;
+    path.emplace_back(line.substr(tokens[k].begin + 1, tokens[k].end - tokens[k].begin - 2));
+    push_key(key, path.back());
+    if (is_histogram(tokens, v, line)) {
+      if (Series* h = at(path, key, true)) {
+        for (size_t f = v + 1; f < value.next;) {
+          std::string_view name = line.substr(tokens[f].begin + 1, tokens[f].end - tokens[f].begin - 2);
+          const JsonToken& field = tokens[f + 1];
+          if (name == "buckets") {
+            put_buckets(*h, row, line.substr(field.begin, field.end - field.begin));
+          } else {
+            auto s = std::find_if(h->fields.begin(), h->fields.end(),
+                                  [&](const Series& x) { return x.path[0] == name; });
+            if (s == h->fields.end()) {
+              s = h->fields.insert(h->fields.end(), Series{});
+              s->path = {std::string(name)};
+            }
+            put(*s, row, field, line);
+          }
+          f = field.kind == JsonToken::kObject ? field.next : f + 2;
+        }
+      }
+    } else if (value.kind == JsonToken::kObject && value.count > 0) {
+      if (key.size() <= kMaxPathBytes) {
+        walk(tokens, v, line, path, key);
+      } else {
+        ++long_paths_;
+      }
+    } else if (Series* s = at(path, key, false)) {
+      put(*s, row, value, line);
+    }
+    path.pop_back();
+    key.resize(key_size);
+    k = next;
+  }
+}
+
+void SeriesTable::add(const std::vector<JsonToken>& tokens, std::string_view line) {
+  if (rows_ >= std::numeric_limits<uint32_t>::max()) return;
+  std::vector<std::string> path;
+  std::string key;
+  walk(tokens, 0, line, path, key);
+  ++rows_;
+}
+
+namespace {
+
 // Reads lines one at a time: the file is never held whole, so its size costs nothing.
 class Reader {
  public:
@@ -405,6 +511,15 @@ class Reader {
     bytes_ += line.size();
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
       ++blank_;
+      return true;
+    }
+    // Interval records, as perf-monitor writes them ("type" first), go straight into the
+    // columns; any other record, and any line the scanner leaves (not JSON, beyond the bounds,
+    // or unusual), is read as a tree, which also says what is wrong with a line. (A "type"
+    // repeated among the first keys is such a line; past them the tree keeps the first too.)
+    if (line.starts_with(R"({"type":"interval",)") && scan_json_line(line, &tokens_)) {
+      rec_.intervals.add(tokens_, line);
+      ++known_;
       return true;
     }
     Json j;
@@ -525,6 +640,7 @@ class Reader {
   }
 
   Recording rec_;
+  std::vector<JsonToken> tokens_;  // the line scanned, kept for its capacity
   SpanKeeper spans_;
   size_t headers_ = 0, summaries_ = 0, untyped_ = 0, blank_ = 0;
   size_t line_no_ = 0, known_ = 0, bytes_ = 0;

@@ -102,9 +102,13 @@ inline constexpr size_t kMaxBuckets = 1024;
 inline constexpr size_t kMaxPathBytes = 4096;
 
 // The records of one type as columns, in the order their paths first appeared.
+struct JsonToken;
+
 class SeriesTable {
  public:
   void add(const Json& record);
+  // The same from a scanned line (json_line.h): tokens[0] is the record's object.
+  void add(const std::vector<JsonToken>& tokens, std::string_view line);
   [[nodiscard]] size_t rows() const { return rows_; }
   [[nodiscard]] const std::vector<Series>& series() const { return series_; }
   // Leaves (and histogram fields) left out because the table had kMaxSeries paths already.
@@ -114,6 +118,8 @@ class SeriesTable {
 
  private:
   void walk(const Json& j, std::vector<std::string>& path, std::string& key);
+  void walk(const std::vector<JsonToken>& tokens, size_t object, std::string_view line,
+            std::vector<std::string>& path, std::string& key);
   Series* at(const std::vector<std::string>& path, std::string& key, bool histogram);
   size_t rows_ = 0;
   uint64_t dropped_ = 0, long_paths_ = 0;
