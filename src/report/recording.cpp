@@ -29,7 +29,6 @@ std::string utf8_prefix(const std::string& s, size_t n) {
   return s.substr(0, n);
 }
 
-
 // A path's key in the index: length-prefixed parts, so that a part holding a separator cannot
 // alias another path. Built along the walk, a part at a time.
 void push_key(std::string& key, const std::string& part) {
@@ -463,8 +462,8 @@ void SeriesTable::walk(const std::vector<JsonToken>& tokens, size_t object, std:
           if (name == "buckets") {
             put_buckets(*h, row, line.substr(field.begin, field.end - field.begin));
           } else {
-            auto s = std::find_if(h->fields.begin(), h->fields.end(),
-                                  [&](const Series& x) { return x.path[0] == name; });
+            auto s =
+                std::find_if(h->fields.begin(), h->fields.end(), [&](const Series& x) { return x.path[0] == name; });
             if (s == h->fields.end()) {
               s = h->fields.insert(h->fields.end(), Series{});
               s->path = {std::string(name)};

@@ -118,8 +118,8 @@ class SeriesTable {
 
  private:
   void walk(const Json& j, std::vector<std::string>& path, std::string& key);
-  void walk(const std::vector<JsonToken>& tokens, size_t object, std::string_view line,
-            std::vector<std::string>& path, std::string& key);
+  void walk(const std::vector<JsonToken>& tokens, size_t object, std::string_view line, std::vector<std::string>& path,
+            std::string& key);
   Series* at(const std::vector<std::string>& path, std::string& key, bool histogram);
   size_t rows_ = 0;
   uint64_t dropped_ = 0, long_paths_ = 0;

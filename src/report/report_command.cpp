@@ -193,8 +193,8 @@ int report_one(const ReportOptions& o) {
   }
   if (!writer.open(out, &status)) return status;
   write_page(
-      title, from_stdin ? "standard input" : o.files[0],
-      [&](const Sink& data) { write_report_json(*rec, data); }, write);
+      title, from_stdin ? "standard input" : o.files[0], [&](const Sink& data) { write_report_json(*rec, data); },
+      write);
   if (!writer.finish()) return status;
   if (out != "-") say(fmt::format("wrote {} ({:.1f} MiB)", out, static_cast<double>(writer.bytes()) / (1 << 20)));
   return 0;
