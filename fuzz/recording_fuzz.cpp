@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const SeriesTable& t = rec->intervals;
   require(t.series().size() <= kMaxSeries);
   for (const Series& s : t.series()) {
-    require(s.ends.size() == s.rows.size());
+    require((s.as_text ? s.text.size() : s.numbers.size()) == s.rows.size());
     for (size_t k = 0; k < s.size(); ++k) {
       require(s.rows[k] < t.rows() && (k == 0 || s.rows[k - 1] < s.rows[k]));
       require(Json::accept(s.cell(k)));

@@ -128,6 +128,19 @@ std::string html_escape(std::string_view text) {
 }
 
 std::string render_page(std::string_view title, std::string_view file, std::string data_json) {
+  std::string page;
+  write_page(
+      title, file,
+      [&](const Sink& data) {
+        data(data_json);
+        std::string().swap(data_json);  // the page is made without it: memory stays near the file's size
+      },
+      [&](std::string_view piece) { page += piece; });
+  return page;
+}
+
+void write_page(std::string_view title, std::string_view file, const std::function<void(const Sink&)>& data,
+                const Sink& out) {
   const Assets& a = assets();
   std::string app;
   for (std::string_view js : {a.common_js, a.heatmap_js, a.report_js, a.compare_js, a.main_js}) {
@@ -139,61 +152,58 @@ std::string render_page(std::string_view title, std::string_view file, std::stri
   // No inline script or style runs but these, whatever the data holds: no 'unsafe-inline'.
   const std::string csp = "default-src 'none'; script-src " + csp_hash(chartjs) + " " + csp_hash(app) + "; style-src " +
                           csp_hash(css) + "; img-src data:; base-uri 'none'; form-action 'none'";
-  const std::string data = gzip_base64(data_json);
-  std::string().swap(data_json);  // the page is built without it: memory stays near the file's size
   const std::string generator = "perf-monitor " PERF_MONITOR_VERSION;
   // One pass over the template, so nothing inserted is searched for markers again.
-  std::string out;
-  out.reserve(a.page.size() + a.chartjs.size() + app.size() + data.size() + 4096);
   std::string_view page = a.page;
   while (!page.empty()) {
     size_t at = page.find('@');
     size_t end = at == std::string_view::npos ? std::string_view::npos : page.find('@', at + 1);
     if (end == std::string_view::npos) {
-      out += page;
+      out(page);
       break;
     }
     std::string_view name = page.substr(at + 1, end - at - 1);
-    std::string value;
+    std::string_view before = page.substr(0, at);
     bool known = true;
     if (name == "TITLE") {
-      out += page.substr(0, at);
-      out += html_escape(title);
+      out(before);
+      out(html_escape(title));
     } else if (name == "FILE") {
-      out += page.substr(0, at);
-      out += html_escape(file);
+      out(before);
+      out(html_escape(file));
     } else if (name == "GENERATOR") {
-      out += page.substr(0, at);
-      out += html_escape(generator);
+      out(before);
+      out(html_escape(generator));
     } else if (name == "CSS") {
-      out += page.substr(0, at);
-      out += css;
+      out(before);
+      out(css);
     } else if (name == "CSP") {
-      out += page.substr(0, at);
-      out += csp;
+      out(before);
+      out(csp);
     } else if (name == "CHARTJS") {
-      out += page.substr(0, at);
-      out += chartjs;
+      out(before);
+      out(chartjs);
     } else if (name == "CHARTJS_VERSION") {
-      out += page.substr(0, at);
-      out += a.chartjs_version;
+      out(before);
+      out(a.chartjs_version);
     } else if (name == "APP") {
-      out += page.substr(0, at);
-      out += app;
+      out(before);
+      out(app);
     } else if (name == "DATA") {
-      out += page.substr(0, at);
-      out += data;
+      out(before);
+      GzipBase64 gz(out);
+      data([&](std::string_view piece) { gz.write(piece); });
+      gz.finish();
     } else {
       known = false;
     }
     if (known) {
       page.remove_prefix(end + 1);
     } else {
-      out += page.substr(0, end);  // a lone '@' in the template: keep it, look on from the next
+      out(page.substr(0, end));  // a lone '@' in the template: keep it, look on from the next
       page.remove_prefix(end);
     }
   }
-  return out;
 }
 
 }  // namespace pm::report

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <queue>
 #include <random>
@@ -28,7 +29,6 @@ std::string utf8_prefix(const std::string& s, size_t n) {
   return s.substr(0, n);
 }
 
-
 // A path's key in the index: length-prefixed parts, so that a part holding a separator cannot
 // alias another path. Built along the walk, a part at a time.
 void push_key(std::string& key, const std::string& part) {
@@ -39,63 +39,119 @@ void push_key(std::string& key, const std::string& part) {
   key += part;
 }
 
-// A cell's JSON text: numbers as the shortest text that reads back the same double.
-void append_cell(std::string& out, const Json& j) {
+// A number cell's JSON text: the shortest that reads back the same double ("null" for NaN).
+void append_number(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  out.append(buf, fmt::format_to_n(buf, sizeof buf, "{}", v).out);
+}
+
+// A value of the tree into its series: numbers (an integer while a double holds it exactly)
+// and null as numbers, anything else as its JSON text.
+void put(Series& s, uint32_t row, const Json& j) {
+  constexpr double kExact = 9007199254740992.0;  // 2^53
   switch (j.type()) {
+    case Json::value_t::null:
+      s.put_number(row, NAN);
+      break;
     case Json::value_t::number_integer:
-      fmt::format_to(std::back_inserter(out), "{}", j.get<int64_t>());
-      break;
-    case Json::value_t::number_unsigned:
-      fmt::format_to(std::back_inserter(out), "{}", j.get<uint64_t>());
-      break;
-    case Json::value_t::number_float: {
-      double v = j.get<double>();
-      if (std::isfinite(v)) {
-        fmt::format_to(std::back_inserter(out), "{}", v);
+      if (double v = static_cast<double>(j.get<int64_t>()); std::fabs(v) <= kExact) {
+        s.put_number(row, v);
       } else {
-        out += "null";
+        s.put_text(row, fmt::format("{}", j.get<int64_t>()));
       }
       break;
-    }
+    case Json::value_t::number_unsigned:
+      if (double v = static_cast<double>(j.get<uint64_t>()); v <= kExact) {
+        s.put_number(row, v);
+      } else {
+        s.put_text(row, fmt::format("{}", j.get<uint64_t>()));
+      }
+      break;
+    case Json::value_t::number_float:
+      s.put_number(row, std::isfinite(j.get<double>()) ? j.get<double>() : NAN);
+      break;
     default:
-      out += j.dump(-1, ' ', false, Json::error_handler_t::replace);
+      s.put_text(row, j.dump(-1, ' ', false, Json::error_handler_t::replace));
   }
 }
 
-void put(Series& s, size_t row, const Json& value) {
-  if (!s.rows.empty() && s.rows.back() == row) {  // a key repeated in a wide object: the last value
-    s.rows.pop_back();
-    s.ends.pop_back();
-    s.text.resize(s.ends.empty() ? 0 : s.ends.back());
-  }
-  s.rows.push_back(static_cast<uint32_t>(row));
-  append_cell(s.text, value);
-  s.ends.push_back(s.text.size());
-}
-
-void put_buckets(Series& h, size_t row, const Json& buckets) {
-  if (!h.rows.empty() && h.rows.back() == row) {
-    h.rows.pop_back();
-    h.ends.pop_back();
-    h.lengths.pop_back();
-    h.text.resize(h.ends.empty() ? 0 : h.ends.back());
-  }
-  size_t lo = 0, hi = buckets.size();
-  while (lo < hi && buckets[lo].get<double>() == 0) ++lo;
-  while (hi > lo && buckets[hi - 1].get<double>() == 0) --hi;
-  h.rows.push_back(static_cast<uint32_t>(row));
-  if (lo == hi) {
-    h.text += '0';
+// A scanned value into its series, the same way; anything but a number or null as its text in
+// the line.
+void put(Series& s, uint32_t row, const JsonToken& t, std::string_view line) {
+  if (t.kind == JsonToken::kNull || (t.kind == JsonToken::kNumber && t.plain)) {
+    s.put_number(row, t.kind == JsonToken::kNull ? NAN : t.number);
   } else {
-    fmt::format_to(std::back_inserter(h.text), "[{}", lo);
-    for (size_t k = lo; k < hi; ++k) {
-      h.text += ',';
-      append_cell(h.text, buckets[k]);
-    }
-    h.text += ']';
+    s.put_text(row, line.substr(t.begin, t.end - t.begin));
   }
-  h.ends.push_back(h.text.size());
+}
+
+// One bucket count: a double, or the text of an integer no double holds.
+struct Count {
+  double value = 0;
+  std::string_view text;
+};
+
+// A histogram's buckets, as page_data.h writes them: 0 when every count is zero, else
+// [offset, counts...] from the first non-zero count to the last.
+void put_buckets(Series& h, uint32_t row, const std::vector<Count>& buckets) {
+  size_t lo = 0, hi = buckets.size();
+  while (lo < hi && buckets[lo].text.empty() && buckets[lo].value == 0) ++lo;
+  while (hi > lo && buckets[hi - 1].text.empty() && buckets[hi - 1].value == 0) --hi;
+  std::string cell;
+  if (lo == hi) {
+    cell = "0";
+  } else {
+    cell = fmt::format("[{}", lo);
+    for (size_t k = lo; k < hi; ++k) {
+      cell += ',';
+      if (buckets[k].text.empty()) {
+        append_number(cell, buckets[k].value);
+      } else {
+        cell += buckets[k].text;
+      }
+    }
+    cell += ']';
+  }
+  if (!h.rows.empty() && h.rows.back() == row) h.lengths.pop_back();  // a repeated key: the last
+  h.put_text(row, cell);
   h.lengths.push_back(static_cast<uint32_t>(buckets.size()));
+}
+
+void put_buckets(Series& h, uint32_t row, const Json& buckets) {
+  std::vector<std::string> texts(buckets.size());
+  std::vector<Count> counts(buckets.size());
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    const Json& b = buckets[k];
+    counts[k].value = b.get<double>();
+    if (b.is_number_integer() && std::fabs(counts[k].value) > 9007199254740992.0) {
+      texts[k] = b.dump();
+      counts[k].text = texts[k];
+    }
+  }
+  put_buckets(h, row, counts);
+}
+
+// The same from a scanned array of numbers (its text in the line).
+void put_buckets(Series& h, uint32_t row, std::string_view array) {
+  std::vector<Count> counts;
+  size_t i = 1;  // past '['
+  while (i < array.size()) {
+    size_t from = array.find_first_of("-0123456789", i);
+    if (from == std::string_view::npos) break;
+    size_t to = array.find_first_not_of("-+.eE0123456789", from);
+    std::string_view text = array.substr(from, to - from);
+    Count c;
+    bool exact = true;
+    json_number(text, &c.value, &exact);
+    if (!exact) c.text = text;
+    counts.push_back(c);
+    i = to;
+  }
+  put_buckets(h, row, counts);
 }
 
 // A span's latency, for keeping the slowest: "latency_s" where there is one.
@@ -209,6 +265,78 @@ bool is_histogram(const Json& j) {
   return std::all_of(b->begin(), b->end(), [](const Json& x) { return x.is_number(); });
 }
 
+void CellText::append(std::string_view cell) {
+  if (blocks_.empty() || (!blocks_.back().empty() && blocks_.back().size() + cell.size() > kBlockBytes)) {
+    blocks_.emplace_back();
+    // A full block's worth at once: no copies as it fills (a column's first block grows as
+    // needed, so that a column of a few cells stays small).
+    if (blocks_.size() > 1) blocks_.back().reserve(std::max(kBlockBytes, cell.size()));
+  }
+  std::string& b = blocks_.back();
+  b += cell;
+  cells_.push_back(Cell{static_cast<uint32_t>(blocks_.size() - 1), static_cast<uint32_t>(b.size())});
+}
+
+void CellText::pop_back() {
+  cells_.pop_back();
+  std::string& b = blocks_.back();
+  b.resize(!cells_.empty() && cells_.back().block == blocks_.size() - 1 ? cells_.back().end : 0);
+  if (b.empty() && blocks_.size() > 1) blocks_.pop_back();
+}
+
+bool Series::take_row(uint32_t row) {
+  if (!rows.empty() && rows.back() == row) {  // a key repeated in a wide object: the last value
+    if (as_text) {
+      text.pop_back();
+    } else {
+      numbers.pop_back();
+    }
+    return false;
+  }
+  rows.push_back(row);
+  return true;
+}
+
+void Series::put_number(uint32_t row, double v) {
+  take_row(row);
+  if (as_text) {
+    std::string cell;
+    append_number(cell, v);
+    text.append(cell);
+  } else {
+    numbers.push_back(v);
+  }
+}
+
+void Series::put_text(uint32_t row, std::string_view json) {
+  take_row(row);
+  if (!as_text) {  // the first cell that is not a number: every cell as text from now on
+    std::string cell;
+    for (double v : numbers) {
+      cell.clear();
+      append_number(cell, v);
+      text.append(cell);
+    }
+    std::vector<double>().swap(numbers);
+    as_text = true;
+  }
+  text.append(json);
+}
+
+void Series::append_cell(std::string& out, size_t k) const {
+  if (as_text) {
+    out += text[k];
+  } else {
+    append_number(out, numbers[k]);
+  }
+}
+
+bool Series::same_cells(size_t a, size_t b) const {
+  if (as_text) return text[a] == text[b];
+  double x = numbers[a], y = numbers[b];
+  return (std::isnan(x) && std::isnan(y)) || (x == y && std::signbit(x) == std::signbit(y));
+}
+
 std::optional<Json> Series::value_at(size_t row) const {
   auto it = std::lower_bound(rows.begin(), rows.end(), row);
   if (it == rows.end() || *it != row || histogram) return std::nullopt;
@@ -257,7 +385,7 @@ void SeriesTable::walk(const Json& j, std::vector<std::string>& path, std::strin
     push_key(key, part);
     if (is_histogram(value)) {
       if (Series* h = at(path, key, true)) {
-        put_buckets(*h, rows_, value["buckets"]);
+        put_buckets(*h, static_cast<uint32_t>(rows_), value["buckets"]);
         for (const auto& field : value.items()) {
           const std::string& name = field.key();
           if (name == "buckets") continue;
@@ -266,7 +394,7 @@ void SeriesTable::walk(const Json& j, std::vector<std::string>& path, std::strin
             f = h->fields.insert(h->fields.end(), Series{});
             f->path = {name};
           }
-          put(*f, rows_, field.value());
+          put(*f, static_cast<uint32_t>(rows_), field.value());
         }
       }
     } else if (value.is_object() && !value.empty()) {
@@ -276,7 +404,7 @@ void SeriesTable::walk(const Json& j, std::vector<std::string>& path, std::strin
         ++long_paths_;
       }
     } else if (Series* s = at(path, key, false)) {
-      put(*s, rows_, value);
+      put(*s, static_cast<uint32_t>(rows_), value);
     }
     path.pop_back();
     key.resize(key_size);
@@ -288,6 +416,83 @@ void SeriesTable::add(const Json& record) {
   std::vector<std::string> path;
   std::string key;
   walk(record, path, key);
+  ++rows_;
+}
+
+namespace {
+
+// The member of a scanned object named `name` (its value's index), or 0.
+size_t member(const std::vector<JsonToken>& tokens, size_t object, std::string_view line, std::string_view name) {
+  for (size_t k = object + 1; k < tokens[object].next;) {
+    std::string_view key = line.substr(tokens[k].begin + 1, tokens[k].end - tokens[k].begin - 2);
+    if (key == name) return k + 1;
+    k = tokens[k + 1].kind == JsonToken::kObject ? tokens[k + 1].next : k + 2;
+  }
+  return 0;
+}
+
+// is_histogram() of a scanned value.
+bool is_histogram(const std::vector<JsonToken>& tokens, size_t at, std::string_view line) {
+  const JsonToken& t = tokens[at];
+  if (t.kind != JsonToken::kObject || t.count > kMaxHistogramFields + 1) return false;
+  size_t b = member(tokens, at, line, "buckets"), base = member(tokens, at, line, "bucket_base");
+  return b != 0 && base != 0 && tokens[b].kind == JsonToken::kArray && tokens[b].plain &&
+         tokens[b].count <= kMaxBuckets && tokens[base].kind == JsonToken::kNumber;
+}
+
+}  // namespace
+
+// As walk() of the tree above, member by member; scan_json_line() has left out the objects
+// whose repeated keys the tree would merge, so both give the same columns.
+void SeriesTable::walk(const std::vector<JsonToken>& tokens, size_t object, std::string_view line,
+                       std::vector<std::string>& path, std::string& key) {
+  const size_t key_size = key.size();
+  const auto row = static_cast<uint32_t>(rows_);
+  for (size_t k = object + 1; k < tokens[object].next;) {
+    const size_t v = k + 1;
+    const JsonToken& value = tokens[v];
+    const size_t next = value.kind == JsonToken::kObject ? value.next : v + 1;
+    path.emplace_back(line.substr(tokens[k].begin + 1, tokens[k].end - tokens[k].begin - 2));
+    push_key(key, path.back());
+    if (is_histogram(tokens, v, line)) {
+      if (Series* h = at(path, key, true)) {
+        for (size_t f = v + 1; f < value.next;) {
+          std::string_view name = line.substr(tokens[f].begin + 1, tokens[f].end - tokens[f].begin - 2);
+          const JsonToken& field = tokens[f + 1];
+          if (name == "buckets") {
+            put_buckets(*h, row, line.substr(field.begin, field.end - field.begin));
+          } else {
+            auto s =
+                std::find_if(h->fields.begin(), h->fields.end(), [&](const Series& x) { return x.path[0] == name; });
+            if (s == h->fields.end()) {
+              s = h->fields.insert(h->fields.end(), Series{});
+              s->path = {std::string(name)};
+            }
+            put(*s, row, field, line);
+          }
+          f = field.kind == JsonToken::kObject ? field.next : f + 2;
+        }
+      }
+    } else if (value.kind == JsonToken::kObject && value.count > 0) {
+      if (key.size() <= kMaxPathBytes) {
+        walk(tokens, v, line, path, key);
+      } else {
+        ++long_paths_;
+      }
+    } else if (Series* s = at(path, key, false)) {
+      put(*s, row, value, line);
+    }
+    path.pop_back();
+    key.resize(key_size);
+    k = next;
+  }
+}
+
+void SeriesTable::add(const std::vector<JsonToken>& tokens, std::string_view line) {
+  if (rows_ >= std::numeric_limits<uint32_t>::max()) return;
+  std::vector<std::string> path;
+  std::string key;
+  walk(tokens, 0, line, path, key);
   ++rows_;
 }
 
@@ -305,6 +510,15 @@ class Reader {
     bytes_ += line.size();
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
       ++blank_;
+      return true;
+    }
+    // Interval records, as perf-monitor writes them ("type" first), go straight into the
+    // columns; any other record, and any line the scanner leaves (not JSON, beyond the bounds,
+    // or unusual), is read as a tree, which also says what is wrong with a line. (A "type"
+    // repeated among the first keys is such a line; past them the tree keeps the first too.)
+    if (line.starts_with(R"({"type":"interval",)") && scan_json_line(line, &tokens_)) {
+      rec_.intervals.add(tokens_, line);
+      ++known_;
       return true;
     }
     Json j;
@@ -425,6 +639,7 @@ class Reader {
   }
 
   Recording rec_;
+  std::vector<JsonToken> tokens_;  // the line scanned, kept for its capacity
   SpanKeeper spans_;
   size_t headers_ = 0, summaries_ = 0, untyped_ = 0, blank_ = 0;
   size_t line_no_ = 0, known_ = 0, bytes_ = 0;

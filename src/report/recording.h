@@ -27,32 +27,70 @@ using Json = nlohmann::ordered_json;  // keeps the file's order of keys
 // and a number "bucket_base" (bucket i counts values below bucket_base * 2^i).
 bool is_histogram(const Json& j);
 
+// Cells of JSON text back to back, in blocks of about kBlockBytes (a longer cell has a block of
+// its own), so that a column of many MiB grows without copying itself or holding twice its size.
+class CellText {
+ public:
+  static constexpr size_t kBlockBytes = size_t{1} << 20;
+
+  void append(std::string_view cell);
+  void pop_back();  // the last cell
+  [[nodiscard]] size_t size() const { return cells_.size(); }
+  [[nodiscard]] std::string_view operator[](size_t k) const {
+    const Cell& c = cells_[k];
+    size_t from = k > 0 && cells_[k - 1].block == c.block ? cells_[k - 1].end : 0;
+    return std::string_view(blocks_[c.block]).substr(from, c.end - from);
+  }
+
+ private:
+  struct Cell {
+    uint32_t block;
+    uint32_t end;  // where it ends in its block
+  };
+  std::vector<std::string> blocks_;
+  std::vector<Cell> cells_;
+};
+
 // One leaf (or one histogram) of a kind of record, across the records that have it. Stored
-// sparse and as JSON text, so that a file of many keys each in a few records, or of long
-// strings, costs about what it holds, not records x paths.
+// sparse, so that a file of many keys each in a few records costs about what it holds, not
+// records x paths; numbers as doubles, anything else as its JSON text.
 struct Series {
   std::vector<std::string> path;
   bool histogram = false;
   // The records that have this path, ascending; cell k belongs to record rows[k].
   std::vector<uint32_t> rows;
-  // Values: each cell's JSON text, back to back; cell k is text[ends[k-1], ends[k]).
+  // Values: while every cell is a number or null, numbers[k] (NaN: null); from the first other
+  // value on (a string, an array, an integer no double holds), every cell's JSON text.
   // Histograms: each record's buckets as page_data.h writes them (0, or [offset, counts...] up
-  // to the last non-zero count), with their full length in lengths[k].
-  std::string text;
-  std::vector<size_t> ends;
+  // to the last non-zero count), as text, with their full length in lengths[k].
+  std::vector<double> numbers;
+  CellText text;
+  bool as_text = false;
   std::vector<uint32_t> lengths;
   // Histograms: the scalar fields (count, sum, p50, ..., bucket_base) as value series of their
   // own (path = the field's name).
   std::vector<Series> fields;
 
   [[nodiscard]] size_t size() const { return rows.size(); }
-  [[nodiscard]] std::string_view cell(size_t k) const {
-    size_t from = k == 0 ? 0 : ends[k - 1];
-    return std::string_view(text).substr(from, ends[k] - from);
+  // Record `row`'s cell: a number (NaN: null), replacing the one it has (a repeated key).
+  void put_number(uint32_t row, double v);
+  // Record `row`'s cell as JSON text.
+  void put_text(uint32_t row, std::string_view json);
+  // Appends cell k's JSON text to out.
+  void append_cell(std::string& out, size_t k) const;
+  [[nodiscard]] std::string cell(size_t k) const {
+    std::string out;
+    append_cell(out, k);
+    return out;
   }
+  // Whether cells a and b have the same JSON text.
+  [[nodiscard]] bool same_cells(size_t a, size_t b) const;
   // Record `row`'s value (a value series) or buckets (a histogram); nullopt where absent.
   [[nodiscard]] std::optional<Json> value_at(size_t row) const;
   [[nodiscard]] std::optional<std::vector<double>> buckets_at(size_t row) const;
+
+ private:
+  bool take_row(uint32_t row);  // false: the row has a cell already, to be replaced
 };
 
 // Paths (series) per table, fields per histogram and buckets per histogram: beyond these a
@@ -64,9 +102,13 @@ inline constexpr size_t kMaxBuckets = 1024;
 inline constexpr size_t kMaxPathBytes = 4096;
 
 // The records of one type as columns, in the order their paths first appeared.
+struct JsonToken;
+
 class SeriesTable {
  public:
   void add(const Json& record);
+  // The same from a scanned line (json_line.h): tokens[0] is the record's object.
+  void add(const std::vector<JsonToken>& tokens, std::string_view line);
   [[nodiscard]] size_t rows() const { return rows_; }
   [[nodiscard]] const std::vector<Series>& series() const { return series_; }
   // Leaves (and histogram fields) left out because the table had kMaxSeries paths already.
@@ -76,6 +118,8 @@ class SeriesTable {
 
  private:
   void walk(const Json& j, std::vector<std::string>& path, std::string& key);
+  void walk(const std::vector<JsonToken>& tokens, size_t object, std::string_view line, std::vector<std::string>& path,
+            std::string& key);
   Series* at(const std::vector<std::string>& path, std::string& key, bool histogram);
   size_t rows_ = 0;
   uint64_t dropped_ = 0, long_paths_ = 0;

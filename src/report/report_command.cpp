@@ -64,41 +64,76 @@ std::string default_output(const std::string& input) {
   return base + ".html";
 }
 
-// Writes text to path ("-": standard output); prints the error and returns false on failure.
-// A file is opened as a root tool must (core/safe_file.h): the path beside a recording is often
-// in another user's directory.
-bool write_output(const std::string& path, const std::string& text, int* status) {
-  std::optional<OutputFile> file;
-  int fd = STDOUT_FILENO;
-  if (path != "-") {
+// An output written a piece at a time ("-": standard output). A file is opened as a root tool
+// must (core/safe_file.h): the path beside a recording is often in another user's directory.
+// The first failure is printed and ends the writing; without finish() succeeding, a file's
+// path is left as it was.
+class Writer {
+ public:
+  // False (printed, *status set) when the path cannot be written.
+  bool open(const std::string& path, int* status) {
+    path_ = path;
+    status_ = status;
+    if (path == "-") {
+      fd_ = STDOUT_FILENO;
+      return true;
+    }
     auto opened = OutputFile::open(path);
     if (!opened) {
       say(fmt::format("cannot write {}: {}", path, opened.error().message));
       *status = kExitUsage;
       return false;
     }
-    file.emplace(std::move(*opened));
-    fd = file->fd();
+    file_.emplace(std::move(*opened));
+    fd_ = file_->fd();
+    return true;
   }
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    ssize_t n = ::write(fd, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      say(fmt::format("writing {} failed: {}", path, n < 0 ? std::strerror(errno) : "nothing written"));
-      *status = kExitFailure;
-      return false;  // the temporary file goes with `file`: the path is left as it was
-    }
-    rest.remove_prefix(static_cast<size_t>(n));
-  }
-  if (file) {
-    if (auto put = file->commit(); !put) {
-      say(put.error().message);
-      *status = kExitFailure;
-      return false;
+
+  void write(std::string_view text) {
+    bytes_ += text.size();
+    while (ok_ && !text.empty()) {
+      ssize_t n = ::write(fd_, text.data(), text.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        say(fmt::format("writing {} failed: {}", path_, n < 0 ? std::strerror(errno) : "nothing written"));
+        *status_ = kExitFailure;
+        ok_ = false;  // the temporary file goes with file_: the path is left as it was
+        return;
+      }
+      text.remove_prefix(static_cast<size_t>(n));
     }
   }
-  return true;
+
+  // True when everything was written and is in place.
+  bool finish() {
+    if (!ok_) return false;
+    if (file_) {
+      if (auto put = file_->commit(); !put) {
+        say(put.error().message);
+        *status_ = kExitFailure;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  [[nodiscard]] size_t bytes() const { return bytes_; }
+
+ private:
+  std::string path_;
+  int* status_ = nullptr;
+  std::optional<OutputFile> file_;
+  int fd_ = -1;
+  bool ok_ = true;
+  size_t bytes_ = 0;
+};
+
+// Writes text to path ("-": standard output); prints the error and returns false on failure.
+bool write_output(const std::string& path, const std::string& text, int* status) {
+  Writer w;
+  if (!w.open(path, status)) return false;
+  w.write(text);
+  return w.finish();
 }
 
 void print_warnings(const Recording& rec, bool name_file) {
@@ -128,12 +163,15 @@ int report_one(const ReportOptions& o) {
   auto rec = read_recording(o.files[0]);
   if (!rec) return usage_error(rec.error().message);
   print_warnings(*rec, false);
-  std::string data = report_json(*rec);
+  // The data and the page are written as they are made, never held whole.
   int status = 0;
+  Writer writer;
+  auto write = [&](std::string_view piece) { writer.write(piece); };
   if (o.format == "json") {
-    std::string out = o.output.empty() ? "-" : o.output;
-    data += '\n';
-    write_output(out, data, &status);
+    if (!writer.open(o.output.empty() ? "-" : o.output, &status)) return status;
+    write_report_json(*rec, write);
+    writer.write("\n");
+    writer.finish();
     return status;
   }
   std::string out = o.output.empty() ? default_output(o.files[0]) : o.output;
@@ -153,10 +191,12 @@ int report_one(const ReportOptions& o) {
     while (cut > 0 && (static_cast<unsigned char>(title[cut]) & 0xc0) == 0x80) --cut;  // not inside a character
     title = title.substr(0, cut) + "...";
   }
-  { Recording done = std::move(*rec); }  // freed before the page is made: its data is in `data`
-  std::string page = render_page(title, from_stdin ? "standard input" : o.files[0], std::move(data));
-  if (!write_output(out, page, &status)) return status;
-  if (out != "-") say(fmt::format("wrote {} ({:.1f} MiB)", out, static_cast<double>(page.size()) / (1 << 20)));
+  if (!writer.open(out, &status)) return status;
+  write_page(
+      title, from_stdin ? "standard input" : o.files[0], [&](const Sink& data) { write_report_json(*rec, data); },
+      write);
+  if (!writer.finish()) return status;
+  if (out != "-") say(fmt::format("wrote {} ({:.1f} MiB)", out, static_cast<double>(writer.bytes()) / (1 << 20)));
   return 0;
 }
 

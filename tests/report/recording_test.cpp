@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "report/json_line.h"
+#include "report/page_data.h"
 #include "report/recording.h"
 #include "sinks/json_schema.h"
 
@@ -264,6 +266,59 @@ TEST(Recording, LinesBeyondTheBoundsAreErrors) {
   ASSERT_FALSE(m);
   EXPECT_NE(m.error().message.find("m.jsonl:2: the line holds more than 250000 values"), std::string::npos)
       << m.error().message;
+}
+
+// Interval records as perf-monitor writes them ("type" first) are scanned straight into the
+// columns; any other line is read as a tree. Both give the same columns, whatever the record
+// holds: the same line with a space before it takes the tree's way.
+TEST(Recording, ScannedIntervalsGiveTheColumnsOfTheTree) {
+  const std::vector<std::string> records = {
+      R"("a":1,"b":2.5,"c":-0,"d":-0.0,"e":null,"f":true,"g":"text","h":[1,"x",{"y":2}],"i":{})",
+      R"("n":{"big":9007199254740993,"neg":-9223372036854775808,"u":18446744073709551615,"huge":123456789012345678901234567890})",
+      R"("n":{"tiny":1e-400,"exp":1E5,"frac":0.1000,"int":42})",
+      R"("s":{"esc":"a\"b\\c\/d\u00e9\ud83d\ude00\n","utf8":"é😀","ctl":"\t"})",
+      R"("h":{"count":3,"sum":0.5,"p50":null,"bucket_base":1e-06,"buckets":[0,1,2,0,18446744073709551615,0]})",
+      R"("h":{"bucket_base":1,"buckets":[]},"h2":{"bucket_base":1,"buckets":[0,0],"extra":{"x":[1]}})",
+      R"("h":{"bucket_base":"x","buckets":[1]},"h3":{"bucket_base":1,"buckets":[1,"x"]})",
+      R"("a":{"x":1,"x":2},"b":3)",
+      R"("a" : { "x" : 1 , "y" : [ 1 , 2 ] } , "z" : "w")",
+      R"("\u0061":1,"a":2)",
+      R"("type":"span","a":1)",
+      R"("a":1,"a":{"b":2})",
+      R"("a":{"b":2},"a":1)",
+  };
+  std::string wide;
+  for (int i = 0; i < 150; ++i) wide += fmt::format(R"("k{}":{},)", i % 70, i);
+  std::vector<std::string> all = records;
+  all.push_back(R"("w":{)" + wide + R"("end":{"q":1}},"w":{"k1":{"deep":true}})");
+  std::string scanned = kHeader, tree = kHeader;
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::string line = fmt::format(R"({{"type":"interval","timestamp":"t{}",{}}})", i, all[i]);
+    scanned += line + "\n";
+    tree += " " + line + "\n";
+  }
+  auto a = parse_recording(scanned, "a.jsonl"), b = parse_recording(tree, "b.jsonl");
+  ASSERT_TRUE(a) << a.error().message;
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_EQ(a->intervals.rows(), b->intervals.rows());
+  EXPECT_EQ(a->warnings, b->warnings);
+  // Compared as JSON: a scanned string keeps its escapes as written.
+  EXPECT_EQ(Json::parse(series_json(a->intervals)), Json::parse(series_json(b->intervals)))
+      << series_json(a->intervals) << "\n"
+      << series_json(b->intervals);
+
+  // And a bad line is the tree's error.
+  for (const char* bad : {R"("a":1e400)", R"("a":[1e400])", R"("a":"\ud800")", "\"a\":\"\xc0\xaf\"", R"("a":01)",
+                          R"("a":[1,])", R"("a":tru)", "\"a\":\"\x01\"", R"("a":1} x)"}) {
+    std::string line = fmt::format(R"({{"type":"interval",{}}})", bad);
+    auto x = parse_recording(kHeader + line + "\n" + kHeader, "x.jsonl");
+    Json j;
+    LineError e;
+    ASSERT_FALSE(parse_json_line(line, &j, &e)) << bad;
+    ASSERT_FALSE(x) << bad;
+    EXPECT_NE(x.error().message.find("x.jsonl:2: "), std::string::npos) << x.error().message;
+    EXPECT_NE(x.error().message.find(e.message), std::string::npos) << x.error().message << "\n" << e.message;
+  }
 }
 
 TEST(Recording, MissingFileIsAnError) {
