@@ -145,6 +145,7 @@ static __always_inline void task_figures(struct task_struct *t, struct pm_member
   fig[PM_T_INVOLUNTARY] = t->nivcsw;
   fig[PM_T_MINOR_FAULTS] = t->min_flt;
   fig[PM_T_MAJOR_FAULTS] = t->maj_flt;
+  fig[PM_T_MIGRATIONS] = t->se.nr_migrations;
   if (bpf_core_field_exists(t->ioac)) {
     fig[PM_T_RCHAR] = t->ioac.rchar;
     fig[PM_T_WCHAR] = t->ioac.wchar;

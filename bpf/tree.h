@@ -28,6 +28,7 @@ enum pm_task_figure {
   PM_T_READ_BYTES,
   PM_T_WRITE_BYTES,
   PM_T_CANCELLED_WRITE_BYTES,
+  PM_T_MIGRATIONS,  /* se.nr_migrations: moves to another CPU */
   PM_T_FIGURES
 };
 

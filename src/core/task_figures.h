@@ -28,6 +28,7 @@ enum class TaskFig : int {
   kReadBytes,  // bytes it caused to be read from, written to storage
   kWriteBytes,
   kCancelledWriteBytes,
+  kMigrations,  // moves to another CPU
   kTaskFigs
 };
 

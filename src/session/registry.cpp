@@ -103,10 +103,10 @@ Made make_counters(SourceContext& ctx) {
     auto defaults = catalogue.parse_set(counters::default_event_names(catalogue));
     if (!defaults) return defaults.error();
     specs = std::move(*defaults);
-    // A tree the kernel's programs follow already has its CPU time, switches and faults, exactly
-    // and per process: perf's inherited software counters of the same would only add their cost
-    // to every switch of the command's tasks (about a fifth more per switch of a ping-pong). By
-    // default they are left out; named with -e, they are opened.
+    // A tree the kernel's programs follow already has its CPU time, switches, migrations and
+    // faults, exactly and per process: perf's inherited software counters of the same would only
+    // add their cost to every switch of the command's tasks (on a pipe ping-pong, a twentieth to
+    // a sixth more per switch). By default they are left out; named with -e, they are opened.
     bool tree_exact = false;
     if (ctx.target.mode() != Mode::kSystem) {
       auto sched = ctx.sched();
@@ -114,8 +114,8 @@ Made make_counters(SourceContext& ctx) {
     }
     if (tree_exact) {
       std::erase_if(specs, [](const counters::EventSpec& e) {
-        return e.name == "task-clock" || e.name == "context-switches" || e.name == "page-faults" ||
-               e.name == "minor-faults" || e.name == "major-faults";
+        return e.name == "task-clock" || e.name == "context-switches" || e.name == "cpu-migrations" ||
+               e.name == "page-faults" || e.name == "minor-faults" || e.name == "major-faults";
       });
     }
   }

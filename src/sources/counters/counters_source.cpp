@@ -63,6 +63,7 @@ constexpr SharedQuantity kShared[] = {
     {false, "minor-faults", "process_tree", "minor_faults", "proc_minor_faults", 0},
     {false, "major-faults", "process_tree", "major_faults", "proc_major_faults", 0},
     {false, "task-clock", "process_tree", "on_cpu_seconds", "proc_on_cpu_seconds", 0},
+    {false, "cpu-migrations", "process_tree", "cpu_migrations", "proc_cpu_migrations", 0},
 };
 
 // An event's name in words: task_clock_seconds -> "task clock", l1_dcache_load_misses -> "l1 dcache

@@ -77,6 +77,7 @@ static_assert(static_cast<int>(TaskFig::kOnCpu) == PM_T_ON_CPU_NS && static_cast
                   static_cast<int>(TaskFig::kMinorFaults) == PM_T_MINOR_FAULTS &&
                   static_cast<int>(TaskFig::kRchar) == PM_T_RCHAR && static_cast<int>(TaskFig::kSyscr) == PM_T_SYSCR &&
                   static_cast<int>(TaskFig::kReadBytes) == PM_T_READ_BYTES &&
+                  static_cast<int>(TaskFig::kMigrations) == PM_T_MIGRATIONS &&
                   static_cast<int>(TaskFig::kTaskFigs) == PM_T_FIGURES,
               "TaskFig (core/task_figures.h) is indexed as pm_task_figure (bpf/tree.h)");
 

@@ -59,6 +59,12 @@ const MetricDesc kVcsw =
 const MetricDesc kIvcsw =
     shown_by(tree_text, {"process_tree", "involuntary_switches", K::kCounter, Unit::kNone,
                          "Involuntary context switches (the task was preempted)", "proc_involuntary_switches"});
+// The kernel's own count per task (se.nr_migrations), where the tree is followed in the kernel;
+// perf's inherited cpu-migrations counter fills the same quantity otherwise (when counted).
+const MetricDesc kMigrations =
+    shown_by(tree_text, ranked(1, {"process_tree", "cpu_migrations", K::kCounter, Unit::kNone,
+                                   "Moves of the tree's tasks to another CPU, exited members included",
+                                   "proc_cpu_migrations"}));
 const MetricDesc kReadBytes =
     shown_by(tree_text, {"process_tree", "io_read_bytes", K::kCounter, Unit::kBytes,
                          "Bytes the tree caused to be read from storage", "proc_io_read_bytes"});
@@ -98,6 +104,7 @@ void tree_text(TextBlock& b) {
   const Shown* sys = b.take(kSystem);
   const Shown* vcsw = b.take(kVcsw);
   const Shown* ivcsw = b.take(kIvcsw);
+  const Shown* migrations = b.take(kMigrations);
   const Shown* seen = b.take(kSeen);
   const Shown* procs = b.take(kProcesses);
   const Shown* threads = b.take(kThreads);
@@ -181,8 +188,9 @@ void tree_text(TextBlock& b) {
   b.line(kTree + 11, "tree",
          fmt::format("{:<8} minor {}  major {}", "faults", human_count(value(minflt)), human_count(value(majflt))));
   b.line(kTree + 12, "tree",
-         fmt::format("{:<8} voluntary {}  involuntary {}", "switches", human_count(value(vcsw)),
-                     human_count(value(ivcsw))));
+         fmt::format("{:<8} voluntary {}  involuntary {}{}", "switches", human_count(value(vcsw)),
+                     human_count(value(ivcsw)),
+                     migrations != nullptr ? "  CPU migrations " + human_count(migrations->value) : ""));
   if (not_followed != nullptr && not_followed->value > 0) {
     b.line(kTree + 19, "tree",
            fmt::format("note: {} tasks the kernel could not follow (out of memory): their figures are missing",
@@ -253,6 +261,7 @@ void append_tree_samples(const TreeFigures& f, Samples& out) {
     add(kOnCpu, c[F::kOnCpu]);
     add(kRunq, c[F::kRunq]);
     add(kBlocked, c[F::kBlocked]);
+    add(kMigrations, c[F::kMigrations]);
   }
   if (f.not_followed) add(kNotFollowed, *f.not_followed);
 }
