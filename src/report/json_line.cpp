@@ -247,15 +247,9 @@ class Scanner {
         ++p_;
         space();
         if (!value(depth + 1, listed)) return false;
-        space();
-        if (p_ == end_) return false;
-        if (*p_ == '}') {
-          ++p_;
-          break;
-        }
-        if (*p_ != ',') return false;
-        ++p_;
-        space();
+        bool closed = false;
+        if (!separator('}', &closed)) return false;
+        if (closed) break;
       }
     }
     keys_.resize(keys_from);
@@ -265,6 +259,18 @@ class Scanner {
       t.count = members;
       t.next = static_cast<uint32_t>(out_->size());
     }
+    return true;
+  }
+
+  // After a member or an element: the closing bracket (*closed) or a comma and what blanks
+  // follow it; false: neither.
+  bool separator(char close, bool* closed) {
+    space();
+    if (p_ == end_) return false;
+    *closed = *p_ == close;
+    if (!*closed && *p_ != ',') return false;
+    ++p_;
+    if (!*closed) space();
     return true;
   }
 
@@ -283,15 +289,9 @@ class Scanner {
         numbers = numbers && (*p_ == '-' || (*p_ >= '0' && *p_ <= '9'));
         if (!value(depth + 1, false)) return false;
         ++elements;
-        space();
-        if (p_ == end_) return false;
-        if (*p_ == ']') {
-          ++p_;
-          break;
-        }
-        if (*p_ != ',') return false;
-        ++p_;
-        space();
+        bool closed = false;
+        if (!separator(']', &closed)) return false;
+        if (closed) break;
       }
     }
     if (listed) push(JsonToken::kArray, from, numbers).count = elements;
