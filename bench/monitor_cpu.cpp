@@ -218,8 +218,8 @@ int main(int argc, char** argv) {
       on0 = on;
       std::printf("  %6d %21.3f%% %21.3f%%\n", n, on, off);
     } else {
-      std::printf("  %6d %21.3f%% %21.3f%%   per process with the lists: %.2f us a second (goal: flat, <= 2 us)\n",
-                  n, on, off, (on - on0) / 100.0 * 1e6 / n);
+      std::printf("  %6d %21.3f%% %21.3f%%   per process with the lists: %.2f us a second (goal: flat, <= 2 us)\n", n,
+                  on, off, (on - on0) / 100.0 * 1e6 / n);
     }
     if (crowd > 0) {
       ::kill(crowd, SIGKILL);

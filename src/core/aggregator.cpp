@@ -6,8 +6,8 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <utility>
 #include <string_view>
+#include <utility>
 
 namespace pm {
 
@@ -28,7 +28,9 @@ Aggregator::Aggregator() = default;
 size_t Aggregator::hash_of(const MetricDesc* d, const Labels& labels) {
   // The descriptor's address identifies the metric: descriptors are statics.
   size_t h = std::hash<const void*>{}(d);
-  auto mix = [&h](std::string_view s) { h ^= std::hash<std::string_view>{}(s) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  auto mix = [&h](std::string_view s) {
+    h ^= std::hash<std::string_view>{}(s) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
   for (const auto& [k, v] : labels) {
     mix(k);
     mix(v);

@@ -66,9 +66,7 @@ std::vector<const Shown*> TextBlock::take_all(TextLayout layout, std::string_vie
   return out;
 }
 
-bool TextBlock::has(const MetricDesc& d) const {
-  return quantities_.count({d.family, d.name}) != 0;
-}
+bool TextBlock::has(const MetricDesc& d) const { return quantities_.count({d.family, d.name}) != 0; }
 
 void TextBlock::item(int order, std::string_view section, std::string text) {
   entries_.push_back({order, std::string(section), std::move(text), false});

@@ -77,7 +77,8 @@ void TopModel::tasks(Pass& p) {
     TaskFigures tt = task_figures(t.fig);
     ascending = ascending && (tasks_now_.empty() || tasks_now_.back().first < tk);
     Task& task = tasks_now_.emplace_back(tk, Task{}).second;
-    auto at = std::lower_bound(tasks_.begin(), tasks_.end(), tk, [](const auto& e, const ProcessKey& k) { return e.first < k; });
+    auto at = std::lower_bound(tasks_.begin(), tasks_.end(), tk,
+                               [](const auto& e, const ProcessKey& k) { return e.first < k; });
     auto prev = at != tasks_.end() && !(tk < at->first) ? at : tasks_.end();
     // A runnable task's blocked time is not read (the kernel has no figure as of its last
     // wakeup here): its last exact one stands, and the sleep it woke from comes with the next

@@ -96,8 +96,8 @@ class TopModel {
     TaskFigures last;  // the totals at the previous reading
     bool seen = false;
     bool kernel = false;
-    int absent = 0;      // readings in a row with neither a live task nor a death of it
-    uint64_t pass = 0;   // the last reading that had a live task or a death of it
+    int absent = 0;     // readings in a row with neither a live task nor a death of it
+    uint64_t pass = 0;  // the last reading that had a live task or a death of it
     std::string comm;
     uint32_t ppid = 0;
     uint64_t cgroup_id = 0;
@@ -170,7 +170,7 @@ class TopModel {
   std::unordered_map<ProcessKey, Process, ProcessKeyHash> processes_;
   uint64_t passes_ = 0;
   std::vector<std::pair<ProcessKey, Task>> tasks_, tasks_now_;  // by (tid, start), ascending
-  std::pmr::unsynchronized_pool_resource pool_;                    // the passes' containers
+  std::pmr::unsynchronized_pool_resource pool_;                 // the passes' containers
   std::map<uint64_t, Runq> runq_ids_;  // per cgroup id, the kernel's totals at the last reading
   // An exported row's running totals (and its run-queue histogram's, when timed), by label
   // value; `pass`: the last reading that exported it.

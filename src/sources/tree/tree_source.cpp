@@ -61,10 +61,9 @@ const MetricDesc kIvcsw =
                          "Involuntary context switches (the task was preempted)", "proc_involuntary_switches"});
 // The kernel's own count per task (se.nr_migrations), where the tree is followed in the kernel;
 // perf's inherited cpu-migrations counter fills the same quantity otherwise (when counted).
-const MetricDesc kMigrations =
-    shown_by(tree_text, ranked(1, {"process_tree", "cpu_migrations", K::kCounter, Unit::kNone,
-                                   "Moves of the tree's tasks to another CPU, exited members included",
-                                   "proc_cpu_migrations"}));
+const MetricDesc kMigrations = shown_by(
+    tree_text, ranked(1, {"process_tree", "cpu_migrations", K::kCounter, Unit::kNone,
+                          "Moves of the tree's tasks to another CPU, exited members included", "proc_cpu_migrations"}));
 const MetricDesc kReadBytes =
     shown_by(tree_text, {"process_tree", "io_read_bytes", K::kCounter, Unit::kBytes,
                          "Bytes the tree caused to be read from storage", "proc_io_read_bytes"});

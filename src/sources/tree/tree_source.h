@@ -18,7 +18,8 @@ namespace pm {
 
 // A tree's running totals (counters, since it was first followed) and its current size.
 struct TreeFigures {
-  TaskFigures counters;    // exited members included; on-CPU, run-queue and blocked time and migrations only where has_times
+  TaskFigures
+      counters;  // exited members included; on-CPU, run-queue and blocked time and migrations only where has_times
   bool has_times = false;  // on-CPU, run-queue and blocked time are known
   bool io_known = true;    // I/O figures could be read for every member
   double processes_seen = 0;
