@@ -141,8 +141,15 @@ std::vector<bool> Aggregator::passed_on() const {
   // One quantity, one name: of the sources that measure it, the highest rank observed fills it.
   // Worked out per descriptor (a few hundred), then looked up per series (a thousand cgroups'
   // series share a dozen descriptors).
+  // A descriptor's series mostly lie side by side: each run of them is looked up once.
   std::unordered_map<const MetricDesc*, bool> observed;  // descriptor -> any series of it observed
-  for (const Series& s : series_) observed[s.desc] = observed[s.desc] || s.observed;
+  for (size_t i = 0; i < series_.size();) {
+    const MetricDesc* d = series_[i].desc;
+    bool any = false;
+    for (; i < series_.size() && series_[i].desc == d; ++i) any = any || series_[i].observed;
+    bool& seen = observed[d];
+    seen = seen || any;
+  }
   std::map<std::pair<std::string_view, std::string_view>, int> best;
   for (const auto& [d, seen] : observed) {
     if (!seen) continue;
@@ -155,7 +162,12 @@ std::vector<bool> Aggregator::passed_on() const {
     passes[d] = !d->denominator && (it == best.end() || d->rank >= it->second);
   }
   std::vector<bool> out(series_.size());
-  for (size_t i = 0; i < series_.size(); ++i) out[i] = passes[series_[i].desc];
+  const MetricDesc* last = nullptr;
+  bool pass = false;
+  for (size_t i = 0; i < series_.size(); ++i) {
+    if (series_[i].desc != last) pass = passes[last = series_[i].desc];
+    out[i] = pass;
+  }
   return out;
 }
 

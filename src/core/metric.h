@@ -76,6 +76,10 @@ struct MetricDesc {
   TextLayout text = nullptr;
   // What the top view's header takes it for (system_figure()).
   SystemFigure system = SystemFigure::kNone;
+  // Shown in each interval by the top lists' table (a row per cgroup, from the interval's
+  // record), not as lines: the text output's intervals leave it out (a thousand cgroups' series
+  // are not laid out to be thrown away); its summary, which has no table, shows it.
+  bool in_interval_table = false;
 };
 
 // A descriptor with its text layout, for the statics of a source:

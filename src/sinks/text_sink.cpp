@@ -20,6 +20,7 @@ namespace {
 void fill(TextBlock& b, const IntervalRecord& rec) {
   b.reserve(rec.values.size());
   for (const IntervalValue& v : rec.values) {
+    if (v.desc->in_interval_table) continue;
     b.add({v.desc, v.labels, v.value, v.rate, v.min, v.max, static_cast<double>(bucket_total(v.buckets)), v.p50, v.p90,
            v.p99, v.derived});
   }

@@ -10,12 +10,15 @@ namespace pm {
 CgroupNames::CgroupNames(std::string mount) : mount_(std::move(mount)) { walk(); }
 
 void CgroupNames::made(uint64_t id, std::string path) {
-  if (paths_.try_emplace(id, std::move(path)).second && ++made_since_walk_ >= kMadeBeforeWalk) walk();
+  if (!paths_.try_emplace(id, std::move(path)).second) return;
+  ++generation_;
+  if (++made_since_walk_ >= kMadeBeforeWalk) walk();
 }
 
 void CgroupNames::walk() {
   walked_ = std::chrono::steady_clock::now();
   made_since_walk_ = 0;
+  ++generation_;
   // What the last walk knew is kept a while for the ids this one no longer finds (removed since):
   // a cgroup removed within an interval still names its last interval's rows.
   std::unordered_map<uint64_t, std::string> before;
@@ -40,7 +43,9 @@ void CgroupNames::walk() {
 void CgroupNames::next_reading() {
   ++readings_;
   for (auto it = removed_.begin(); it != removed_.end();) {
-    it = readings_ - it->second.reading > kRemovedReadings ? removed_.erase(it) : std::next(it);
+    bool old = readings_ - it->second.reading > kRemovedReadings;
+    generation_ += old;
+    it = old ? removed_.erase(it) : std::next(it);
   }
 }
 

@@ -29,6 +29,9 @@ class CgroupNames {
   void made(uint64_t id, std::string path);
   // Called once per reading: ages the names of removed cgroups.
   void next_reading();
+  // Changes whenever a name may have: a walk, a cgroup made, a removed one's name let go. What
+  // path() gave stands while it does not change.
+  [[nodiscard]] uint64_t generation() const { return generation_; }
   static constexpr uint64_t kRemovedReadings = 2;
   static constexpr size_t kMadeBeforeWalk = 1024;
 
@@ -45,6 +48,7 @@ class CgroupNames {
   };
   std::unordered_map<uint64_t, Removed> removed_;
   size_t made_since_walk_ = 0;
+  uint64_t generation_ = 0;
   uint64_t readings_ = 0;
 };
 

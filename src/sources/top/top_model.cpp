@@ -32,8 +32,12 @@ void TopModel::Runq::add(const Runq& o) {
   for (size_t b = 0; b < o.hist.size(); ++b) hist[b] += o.hist[b];
 }
 
-TopModel::TopModel(TopModelOptions options, CgroupPath path_of, double page_size)
-    : opts_(options), path_of_(std::move(path_of)), page_size_(page_size) {}
+TopModel::TopModel(TopModelOptions options, CgroupPath path_of, double page_size,
+                   std::function<uint64_t()> names_generation)
+    : opts_(options),
+      path_of_(std::move(path_of)),
+      page_size_(page_size),
+      names_generation_(std::move(names_generation)) {}
 
 std::optional<std::string> TopModel::cgroup_of(uint64_t id) const {
   auto full = path_of_(id);
@@ -49,6 +53,11 @@ double TopModel::rss_of(const pm_task& t) const {
 TopInterval TopModel::read(const TopReading& in) {
   Pass p(in, &pool_);
   ++passes_;
+  uint64_t names = names_generation_ ? names_generation_() : passes_;
+  if (names != names_seen_) {
+    cut_paths_.clear();
+    names_seen_ = names;
+  }
   // A process that began after the reading before the last one could not have been counted yet
   // unless it has state (kept for kAbsentReadings readings after it was last seen).
   // (Right after the baseline: the baseline, what began before it is not the run's.)
@@ -58,12 +67,15 @@ TopInterval TopModel::read(const TopReading& in) {
   tasks(p);
   deaths(p);
   processes(p);
+  p.by_path.reserve(p.cgroups.size());
+  for (auto& [path, c] : p.cgroups) p.by_path.emplace_back(&path, &c);
+  std::sort(p.by_path.begin(), p.by_path.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
   forget_absent();
   runq_latency(p);
   export_series(p);
   if (in.seconds == 0) return {};  // the baseline: state only
   p.out.cgroups.reserve(p.cgroups.size());
-  for (auto& [path, c] : p.cgroups) p.out.cgroups.push_back(std::move(c.row));
+  for (auto& [path, c] : p.by_path) p.out.cgroups.push_back(std::move(c->row));
   // A thread's user and command line are its process's (set where the details are read).
   return std::move(p.out);
 }
@@ -108,7 +120,7 @@ void TopModel::tasks(Pass& p) {
       if (runnable) row.state = 'R';
       // A thread's memory is its process's (one mm): its RSS is the process's, set below.
       if (t.flags & PM_TASK_HAS_MM) row.f.rss_bytes = rss_of(t);
-      row.cgroup = cgroup_of(p, t.cgroup_id).value_or("");
+      row.cgroup = cut_path_of(t.cgroup_id).value_or("");
       p.out.threads.push_back(std::move(row));
       p.thread_process.push_back(pk);
     }
@@ -146,8 +158,8 @@ void TopModel::deaths(Pass& p) {
   }
 }
 
-const std::optional<std::string>& TopModel::cgroup_of(Pass& p, uint64_t id) const {
-  auto [it, fresh] = p.path_of_id.try_emplace(id);
+const std::optional<std::string>& TopModel::cut_path_of(uint64_t id) {
+  auto [it, fresh] = cut_paths_.try_emplace(id);
   if (fresh) it->second = cgroup_of(id);
   return it->second;
 }
@@ -167,7 +179,7 @@ TopCgroup& TopModel::cgroup_row(Pass& p, uint64_t id, const std::string& path) {
 TopCgroup* TopModel::cgroup_row(Pass& p, uint64_t id) {
   auto [it, fresh] = p.row_of_id.try_emplace(id, nullptr);
   if (fresh) {
-    if (const auto& path = cgroup_of(p, id)) it->second = &cgroup_row(p, id, *path);
+    if (const auto& path = cut_path_of(id)) it->second = &cgroup_row(p, id, *path);
   }
   return it->second;
 }
@@ -290,7 +302,7 @@ void TopModel::runq_latency(Pass& p) {
   std::pmr::unordered_set<uint64_t> slotted(&pool_);
   auto up = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
   for (const CgroupRunq& r : *p.in.runq) {
-    const auto& path = cgroup_of(p, r.cgroup_id);
+    const auto& path = cut_path_of(r.cgroup_id);
     if (!path) continue;  // removed: what it had is counted already, and it gets no more
     slotted.insert(r.cgroup_id);
     auto [last, fresh] = runq_ids_.try_emplace(r.cgroup_id);
@@ -333,7 +345,7 @@ void TopModel::export_series(Pass& p) {
   for (bool cgroup : {true, false}) {
     std::vector<Row> list;
     if (cgroup) {
-      for (const auto& [path, c] : p.cgroups) list.push_back({true, &path, &c.row.f, &c.row});
+      for (const auto& [path, c] : p.by_path) list.push_back({true, path, &c->row.f, &c->row});
     } else {
       for (const auto& [name, f] : p.groups) list.push_back({false, &name, &f, nullptr});
     }

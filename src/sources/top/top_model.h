@@ -75,7 +75,10 @@ class TopModel {
  public:
   // A cgroup id's full path; absent: the cgroup is gone (removed before it could be named).
   using CgroupPath = std::function<std::optional<std::string>(uint64_t id)>;
-  TopModel(TopModelOptions options, CgroupPath path_of, double page_size);
+  // `names_generation`: changes whenever path_of may answer differently (CgroupNames::generation);
+  // while it does not, each id is named once, not once per reading. None: once per reading.
+  TopModel(TopModelOptions options, CgroupPath path_of, double page_size,
+           std::function<uint64_t()> names_generation = {});
 
   // The interval that ends at this reading. At the baseline (seconds 0) only the state is set,
   // and no rows come out.
@@ -125,7 +128,7 @@ class TopModel {
   // asked of malloc and freed again every interval).
   struct Pass {
     Pass(const TopReading& reading, std::pmr::memory_resource* pool)
-        : in(reading), live(pool), ended(pool), path_of_id(pool), row_of_id(pool), moved(pool) {}
+        : in(reading), live(pool), ended(pool), row_of_id(pool), moved(pool) {}
     const TopReading& in;
     std::pmr::map<ProcessKey, Live> live;
     std::vector<ProcessKey> thread_process;  // each thread row's process
@@ -135,10 +138,9 @@ class TopModel {
       TopCgroup row;
       std::vector<uint64_t> ids;  // the cgroups whose processes the row holds (a few at most)
     };
-    std::map<std::string, Cgroup> cgroups;
-    // Per cgroup id, its row's path (absent: the cgroup is gone) and its row once it has one:
-    // each id is named and cut to the depth limit once a pass, not once per process.
-    std::pmr::unordered_map<uint64_t, std::optional<std::string>> path_of_id;
+    std::unordered_map<std::string, Cgroup> cgroups;
+    std::vector<std::pair<const std::string*, Cgroup*>> by_path;  // the rows in path order, once made
+    // Per cgroup id, its row once it has one.
     std::pmr::unordered_map<uint64_t, TopCgroup*> row_of_id;
     std::map<std::string, TopFigures> groups;
     std::map<std::string, int> group_procs;
@@ -155,7 +157,7 @@ class TopModel {
                       const TopFigures& f);
   TopCgroup& cgroup_row(Pass& p, uint64_t id, const std::string& path);
   TopCgroup* cgroup_row(Pass& p, uint64_t id);  // nullptr: the cgroup is gone
-  const std::optional<std::string>& cgroup_of(Pass& p, uint64_t id) const;
+  const std::optional<std::string>& cut_path_of(uint64_t id);
   void forget_absent();
   void runq_latency(Pass& p);
   void export_series(Pass& p);
@@ -165,6 +167,11 @@ class TopModel {
   TopModelOptions opts_;
   CgroupPath path_of_;
   double page_size_;
+  std::function<uint64_t()> names_generation_;
+  // Per cgroup id, its row's path (absent: the cgroup is gone): each id is named and cut to the
+  // depth limit once while the names stand, not once per process.
+  std::unordered_map<uint64_t, std::optional<std::string>> cut_paths_;
+  uint64_t names_seen_ = 0;  // the generation cut_paths_ holds
   // Looked up once or twice per process and reading: hashed, so ten thousand cost what a
   // thousand do, each.
   std::unordered_map<ProcessKey, Process, ProcessKeyHash> processes_;

@@ -34,15 +34,22 @@ constexpr double kMicro = 1e-6;  // the default histogram unit; TopSource sets i
 
 void top_text(TextBlock& b);
 
+// A top family's descriptor. The cgroups' are shown in each interval by the lists' table.
+constexpr MetricDesc top_desc(bool table, MetricDesc d) {
+  d.text = top_text;
+  d.in_interval_table = table;
+  return d;
+}
+
 // Per cgroup (label cgroup), and per named process group (label group): running totals.
-#define PM_TOP_FAMILY(var, family, what)                                                                               \
-  const MetricDesc var##User = shown_by(                                                                               \
-      top_text,                                                                                                        \
+#define PM_TOP_FAMILY(var, family, what, table)                                                                               \
+  const MetricDesc var##User = top_desc(\
+      table,                                                                                                        \
       {family, "cpu_user_seconds", K::kCounter, Unit::kSeconds, "CPU time in user mode of " what, {}, 0, true});       \
-  const MetricDesc var##System = shown_by(                                                                             \
-      top_text,                                                                                                        \
+  const MetricDesc var##System = top_desc(\
+      table,                                                                                                        \
       {family, "cpu_system_seconds", K::kCounter, Unit::kSeconds, "CPU time in kernel mode of " what, {}, 0, true});   \
-  const MetricDesc var##Runq = shown_by(top_text, {family,                                                             \
+  const MetricDesc var##Runq = top_desc(table, {family,                                                             \
                                                    "runq_wait_seconds",                                                \
                                                    K::kCounter,                                                        \
                                                    Unit::kSeconds,                                                     \
@@ -50,7 +57,7 @@ void top_text(TextBlock& b);
                                                    {},                                                                 \
                                                    0,                                                                  \
                                                    true});                                                             \
-  const MetricDesc var##Blocked = shown_by(top_text, {family,                                                          \
+  const MetricDesc var##Blocked = top_desc(table, {family,                                                          \
                                                       "blocked_seconds",                                               \
                                                       K::kCounter,                                                     \
                                                       Unit::kSeconds,                                                  \
@@ -59,26 +66,26 @@ void top_text(TextBlock& b);
                                                       0,                                                               \
                                                       true});                                                          \
   const MetricDesc var##Read =                                                                                         \
-      shown_by(top_text,                                                                                               \
+      top_desc(table,                                                                                               \
                {family, "io_read_bytes", K::kCounter, Unit::kBytes, "Bytes read from storage by " what, {}, 0, true}); \
-  const MetricDesc var##Write = shown_by(                                                                              \
-      top_text,                                                                                                        \
+  const MetricDesc var##Write = top_desc(\
+      table,                                                                                                        \
       {family, "io_write_bytes", K::kCounter, Unit::kBytes, "Bytes written to storage by " what, {}, 0, true});        \
   const MetricDesc var##Faults =                                                                                       \
-      shown_by(top_text, {family, "page_faults", K::kCounter, Unit::kNone, "Page faults of " what, {}, 0, true});      \
-  const MetricDesc var##Switches = shown_by(                                                                           \
-      top_text, {family, "context_switches", K::kCounter, Unit::kNone, "Context switches of " what, {}, 0, true});     \
+      top_desc(table, {family, "page_faults", K::kCounter, Unit::kNone, "Page faults of " what, {}, 0, true});      \
+  const MetricDesc var##Switches = top_desc(\
+      table, {family, "context_switches", K::kCounter, Unit::kNone, "Context switches of " what, {}, 0, true});     \
   const MetricDesc var##Procs =                                                                                        \
-      shown_by(top_text, {family, "processes", K::kGauge, Unit::kNone, "Live processes of " what, {}, 0, true});       \
+      top_desc(table, {family, "processes", K::kGauge, Unit::kNone, "Live processes of " what, {}, 0, true});       \
   const MetricDesc var##Rss =                                                                                          \
-      shown_by(top_text, {family, "rss_bytes", K::kGauge, Unit::kBytes, "Resident memory of " what, {}, 0, true});
+      top_desc(table, {family, "rss_bytes", K::kGauge, Unit::kBytes, "Resident memory of " what, {}, 0, true});
 
-PM_TOP_FAMILY(kCgroup, "cgroup", "the cgroup's processes (its descendants' too at the depth limit)")
-PM_TOP_FAMILY(kGroup, "process_group", "the processes of a --prometheus-processes group")
+PM_TOP_FAMILY(kCgroup, "cgroup", "the cgroup's processes (its descendants' too at the depth limit)", true)
+PM_TOP_FAMILY(kGroup, "process_group", "the processes of a --prometheus-processes group", false)
 #undef PM_TOP_FAMILY
 
 const MetricDesc kCgroupRunqHist =
-    shown_by(top_text, {"cgroup",
+    top_desc(true, {"cgroup",
                         "runq_latency_seconds",
                         K::kHistogram,
                         Unit::kSeconds,
@@ -145,14 +152,9 @@ void top_rows(TextBlock& b, const char* section, const char* key, const MetricDe
 
 void top_text(TextBlock& b) {
   using text_order::kSelf;
-  if (!b.summary()) {
-    // Each interval prints the cgroups as a table with the processes (sinks/top_table.cpp), from
-    // the same figures: one line each here would say it twice. The run's summary has no table.
-    for (const MetricDesc* d : {&kCgroupUser, &kCgroupSystem, &kCgroupRunq, &kCgroupBlocked, &kCgroupRead, &kCgroupWrite,
-                                &kCgroupFaults, &kCgroupSwitches, &kCgroupProcs, &kCgroupRss, &kCgroupRunqHist}) {
-      b.take_all(*d);
-    }
-  }
+  // Each interval prints the cgroups as a table with the processes (sinks/top_table.cpp), from
+  // the same figures: their series are not in an interval's block (in_interval_table). The run's
+  // summary has no table: a line each.
   top_rows(b, "cgroup", "cgroup", kCgroupUser, kCgroupSystem, kCgroupRunq, kCgroupBlocked, kCgroupRead, kCgroupWrite,
            kCgroupFaults, kCgroupSwitches, kCgroupProcs, kCgroupRss, &kCgroupRunqHist, kSelf - 60);
   top_rows(b, "group", "group", kGroupUser, kGroupSystem, kGroupRunq, kGroupBlocked, kGroupRead, kGroupWrite,
@@ -190,7 +192,8 @@ struct TopSource::State {
         model(
             {o.cgroup_depth, o.threads, o.process_groups ? &*o.process_groups : nullptr, o.max_series, o.sort,
              static_cast<double>(o.hist_unit_ns) * 1e-9},
-            [this](uint64_t id) { return names.path(id); }, static_cast<double>(::sysconf(_SC_PAGESIZE))) {
+            [this](uint64_t id) { return names.path(id); }, static_cast<double>(::sysconf(_SC_PAGESIZE)),
+            [this] { return names.generation(); }) {
     runq_hist.bucket_base = static_cast<double>(o.hist_unit_ns) * 1e-9;
   }
   CgroupNames names;
@@ -291,7 +294,9 @@ void TopSource::add_details(TopRecord& rec) {
   s.details.next_reading();
   std::vector<TopProcess*> shown = top_first(rec.processes, rec.sort, rec.count);
   std::map<int, TopProcess*> process_of;
-  for (TopProcess& r : rec.processes) process_of[r.pid] = &r;
+  if (!threads.empty()) {
+    for (TopProcess& r : rec.processes) process_of[r.pid] = &r;
+  }
   // A thread's user and command line are its process's: its process's details are read too.
   std::set<TopProcess*> filled;
   auto fill = [&](TopProcess* r) {
