@@ -42,41 +42,39 @@ constexpr MetricDesc top_desc(bool table, MetricDesc d) {
 }
 
 // Per cgroup (label cgroup), and per named process group (label group): running totals.
-#define PM_TOP_FAMILY(var, family, what, table)                                                                               \
-  const MetricDesc var##User = top_desc(\
-      table,                                                                                                        \
+#define PM_TOP_FAMILY(var, family, what, table)                                                                        \
+  const MetricDesc var##User = top_desc(                                                                               \
+      table,                                                                                                           \
       {family, "cpu_user_seconds", K::kCounter, Unit::kSeconds, "CPU time in user mode of " what, {}, 0, true});       \
-  const MetricDesc var##System = top_desc(\
-      table,                                                                                                        \
+  const MetricDesc var##System = top_desc(                                                                             \
+      table,                                                                                                           \
       {family, "cpu_system_seconds", K::kCounter, Unit::kSeconds, "CPU time in kernel mode of " what, {}, 0, true});   \
-  const MetricDesc var##Runq = top_desc(table, {family,                                                             \
-                                                   "runq_wait_seconds",                                                \
+  const MetricDesc var##Runq = top_desc(table, {family,                                                                \
+                                                "runq_wait_seconds",                                                   \
+                                                K::kCounter,                                                           \
+                                                Unit::kSeconds,                                                        \
+                                                "Time runnable, waiting for a CPU, of " what,                          \
+                                                {},                                                                    \
+                                                0,                                                                     \
+                                                true});                                                                \
+  const MetricDesc var##Blocked = top_desc(table, {family,                                                             \
+                                                   "blocked_seconds",                                                  \
                                                    K::kCounter,                                                        \
                                                    Unit::kSeconds,                                                     \
-                                                   "Time runnable, waiting for a CPU, of " what,                       \
+                                                   "Time neither running nor runnable of " what,                       \
                                                    {},                                                                 \
                                                    0,                                                                  \
                                                    true});                                                             \
-  const MetricDesc var##Blocked = top_desc(table, {family,                                                          \
-                                                      "blocked_seconds",                                               \
-                                                      K::kCounter,                                                     \
-                                                      Unit::kSeconds,                                                  \
-                                                      "Time neither running nor runnable of " what,                    \
-                                                      {},                                                              \
-                                                      0,                                                               \
-                                                      true});                                                          \
-  const MetricDesc var##Read =                                                                                         \
-      top_desc(table,                                                                                               \
-               {family, "io_read_bytes", K::kCounter, Unit::kBytes, "Bytes read from storage by " what, {}, 0, true}); \
-  const MetricDesc var##Write = top_desc(\
-      table,                                                                                                        \
-      {family, "io_write_bytes", K::kCounter, Unit::kBytes, "Bytes written to storage by " what, {}, 0, true});        \
+  const MetricDesc var##Read = top_desc(                                                                               \
+      table, {family, "io_read_bytes", K::kCounter, Unit::kBytes, "Bytes read from storage by " what, {}, 0, true});   \
+  const MetricDesc var##Write = top_desc(                                                                              \
+      table, {family, "io_write_bytes", K::kCounter, Unit::kBytes, "Bytes written to storage by " what, {}, 0, true}); \
   const MetricDesc var##Faults =                                                                                       \
-      top_desc(table, {family, "page_faults", K::kCounter, Unit::kNone, "Page faults of " what, {}, 0, true});      \
-  const MetricDesc var##Switches = top_desc(\
-      table, {family, "context_switches", K::kCounter, Unit::kNone, "Context switches of " what, {}, 0, true});     \
+      top_desc(table, {family, "page_faults", K::kCounter, Unit::kNone, "Page faults of " what, {}, 0, true});         \
+  const MetricDesc var##Switches = top_desc(                                                                           \
+      table, {family, "context_switches", K::kCounter, Unit::kNone, "Context switches of " what, {}, 0, true});        \
   const MetricDesc var##Procs =                                                                                        \
-      top_desc(table, {family, "processes", K::kGauge, Unit::kNone, "Live processes of " what, {}, 0, true});       \
+      top_desc(table, {family, "processes", K::kGauge, Unit::kNone, "Live processes of " what, {}, 0, true});          \
   const MetricDesc var##Rss =                                                                                          \
       top_desc(table, {family, "rss_bytes", K::kGauge, Unit::kBytes, "Resident memory of " what, {}, 0, true});
 
@@ -86,13 +84,13 @@ PM_TOP_FAMILY(kGroup, "process_group", "the processes of a --prometheus-processe
 
 const MetricDesc kCgroupRunqHist =
     top_desc(true, {"cgroup",
-                        "runq_latency_seconds",
-                        K::kHistogram,
-                        Unit::kSeconds,
-                        "Run-queue latency of the cgroup's tasks (its descendants' at the depth limit)",
-                        {},
-                        kMicro,
-                        true});
+                    "runq_latency_seconds",
+                    K::kHistogram,
+                    Unit::kSeconds,
+                    "Run-queue latency of the cgroup's tasks (its descendants' at the depth limit)",
+                    {},
+                    kMicro,
+                    true});
 const MetricDesc kDropped =
     shown_by(top_text, {"top", "dropped_series", K::kCounter, Unit::kNone,
                         "Cgroup and process-group rows not exported (over --max-series), each interval's summed"});
