@@ -42,6 +42,31 @@ TEST(CgroupNames, AWalkNamesWhatIsThereAndKeepsARemovedNameForTwoReadings) {
   EXPECT_EQ(names.path(a), std::nullopt);
 }
 
+// What the top model's cache of names relies on: while the generation stands, path() answers as
+// it did; a walk, a new cgroup or a removed one's name let go changes it.
+TEST(CgroupNames, TheGenerationChangesWheneverANameMay) {
+  Hierarchy h;
+  CgroupNames names(h.root);
+  uint64_t a = h.id("/a"), g = names.generation();
+  EXPECT_EQ(names.path(a), "/a");
+  names.next_reading();
+  EXPECT_EQ(names.generation(), g) << "a known name, a reading with nothing removed";
+  names.made(987654321, "/made");
+  EXPECT_GT(names.generation(), g) << "a cgroup made";
+  g = names.generation();
+  names.made(987654321, "/made");
+  EXPECT_EQ(names.generation(), g) << "the same cgroup said twice";
+  std::filesystem::remove(h.root + "/a");
+  EXPECT_EQ(names.path(12345678), std::nullopt);
+  EXPECT_GT(names.generation(), g) << "a walk";
+  g = names.generation();
+  for (uint64_t i = 0; i < CgroupNames::kRemovedReadings; ++i) names.next_reading();
+  EXPECT_EQ(names.generation(), g) << "a removed name still kept";
+  names.next_reading();
+  EXPECT_GT(names.generation(), g) << "removed names let go";
+  EXPECT_EQ(names.path(a), std::nullopt);
+}
+
 // A cgroup the kernel said was made, removed before any walk saw it: named for as long as no
 // walk missed it, however many readings pass (its process's exit may be read long after).
 TEST(CgroupNames, AMadeCgroupIsNamedUntilAWalkMissesIt) {

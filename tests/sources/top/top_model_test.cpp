@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "scheduler.h"
@@ -49,16 +50,21 @@ struct Harness {
   std::vector<pm_move> moves;
   std::vector<CgroupRunq> runq;
   uint64_t now_s = 100;
+  int asked = 0;            // names asked for
+  uint64_t generation = 0;  // the names' (with_generation)
 
-  void make() {
+  void make(bool with_generation = false) {
+    std::function<uint64_t()> gen;
+    if (with_generation) gen = [this] { return generation; };
     model = std::make_unique<TopModel>(
         opts,
         [this](uint64_t id) -> std::optional<std::string> {
+          ++asked;
           auto it = paths.find(id);
           if (it == paths.end()) return std::nullopt;
           return it->second;
         },
-        4096);
+        4096, gen);
   }
   TopInterval read(double seconds) {
     now_s += static_cast<uint64_t>(seconds);
@@ -131,6 +137,36 @@ TEST(TopModel, TheBaselineGivesNoRowsAndTheNextIntervalItsIncrease) {
   ASSERT_NE(s, nullptr);
   EXPECT_NEAR(s->total.cpu_s(), 1.0, 1e-9);
   EXPECT_NEAR(s->total.runq_s(), 0.1, 1e-9);
+}
+
+// A cgroup is named once while the names stand, however many processes and readings, and again
+// once they change (a rename found by a walk); without a generation, once per reading.
+TEST(TopModel, ACgroupIsNamedOnceWhileTheNamesStand) {
+  Harness h;
+  h.make(/*with_generation=*/true);
+  h.live = {task(10, 10, 1, "a", 2), task(11, 11, 1, "b", 2), task(12, 12, 1, "c", 2)};
+  h.read(0);
+  for (int i = 0; i < 3; ++i) {
+    TopInterval iv = h.read(1);
+    ASSERT_NE(cgroup(iv, "/a"), nullptr);
+    EXPECT_EQ(cgroup(iv, "/a")->processes, 3);
+  }
+  EXPECT_EQ(h.asked, 1);
+  h.paths[2] = "/renamed";
+  ++h.generation;
+  TopInterval iv = h.read(1);
+  EXPECT_EQ(cgroup(iv, "/a"), nullptr);
+  ASSERT_NE(cgroup(iv, "/renamed"), nullptr);
+  EXPECT_EQ(row(iv, 11)->cgroup, "/renamed");
+  EXPECT_EQ(h.asked, 2);
+
+  Harness each;
+  each.make();
+  each.live = h.live;
+  each.read(0);  // the baseline makes no rows: nothing named
+  each.read(1);
+  each.read(1);
+  EXPECT_EQ(each.asked, 2) << "once per reading without a generation";
 }
 
 TEST(TopModel, ADeadThreadKeepsCountingAndAnEndedProcessHasItsLastRow) {
