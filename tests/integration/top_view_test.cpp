@@ -686,6 +686,22 @@ TEST_P(TopViewUnprivileged, OwnBurnerWithUserStateCommandTreeKillHelpAndNothingA
   ASSERT_TRUE(t.error().empty()) << t.error();
   t.type("clear");
   t.keys("Enter");
+  // The cleared screen's prompt before the command is typed: typed while `clear` still runs, the
+  // terminal echoes it ahead of the prompt (a loaded machine is slow to run it), and the screen
+  // after q would not begin with a prompt.
+  ASSERT_TRUE(t.wait_for(
+      [](const std::string& s) {
+        size_t shown = 0;
+        bool prompt = false;
+        for (const std::string& l : lines_of(s)) {
+          if (fields(l).empty()) continue;
+          ++shown;
+          prompt = l.rfind("PMTEST$", 0) == 0;
+        }
+        return shown == 1 && prompt;
+      },
+      10s))
+      << t.screen();
   t.type(bin.path() + " top --interval 500ms");
   t.keys("Enter");
   // Its row: its user, state R, its command line; the note says why some figures are n/a.
