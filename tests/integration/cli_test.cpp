@@ -18,8 +18,6 @@
 namespace pm::test {
 namespace {
 
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
-
 std::string write_file(const std::string& name, const std::string& text) {
   std::string path = scratch_dir() + "/" + name;
   std::ofstream(path) << text;

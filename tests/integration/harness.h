@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -133,5 +134,10 @@ inline std::string workload() { return PM_WORKLOAD; }
 inline std::string scratch_dir() { return PM_SCRATCH_DIR; }
 
 inline constexpr double kMiB = 1024.0 * 1024.0;
+
+// Lines of a text (its newlines).
+inline size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+// CPU seconds of a top row (user + system).
+inline double cpu_of(const nlohmann::json& row) { return row["cpu_user_s"].get<double>() + row["cpu_system_s"].get<double>(); }
 
 }  // namespace pm::test

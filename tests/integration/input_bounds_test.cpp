@@ -23,9 +23,7 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
-
-std::string write_file(const std::string& name, const std::string& text) {
+std::string write_temp_file(const std::string& name, const std::string& text) {
   std::string path = temp_base() + "-" + name;
   std::ofstream(path) << text;
   return path;
@@ -54,13 +52,13 @@ void expect_usage_error(const std::vector<std::string>& args, const std::string&
 // The issue's repros: `[a.a.a…]` of 50,000 parts was a SIGSEGV in the TOML parser; so was a key
 // of 100,000 parts. Arrays nested deep are the same class.
 TEST(InputBounds, DeepConfigIsAUsageError) {
-  std::string deep = write_file("deep.toml", "[" + repeat("a.", 49999) + "a]\n");
+  std::string deep = write_temp_file("deep.toml", "[" + repeat("a.", 49999) + "a]\n");
   expect_usage_error({"--config", deep, "list"}, deep + ":1:2: a dotted key or table name has more than 16 parts");
-  std::string key = write_file("key.toml", "[output]\n" + repeat("a.", 99999) + "a = 1\n");
+  std::string key = write_temp_file("key.toml", "[output]\n" + repeat("a.", 99999) + "a = 1\n");
   expect_usage_error({"--config", key, "list"}, key + ":2:1:");
-  std::string arrays = write_file("arrays.toml", "[output]\nx = " + repeat("[", 100000) + "\n");
+  std::string arrays = write_temp_file("arrays.toml", "[output]\nx = " + repeat("[", 100000) + "\n");
   expect_usage_error({"--config", arrays, "list"}, "nest more than 16 deep");
-  std::string tables = write_file("tables.toml", "x = " + repeat("{a=", 100000) + "\n");
+  std::string tables = write_temp_file("tables.toml", "x = " + repeat("{a=", 100000) + "\n");
   expect_usage_error({"--config", tables, "list"}, "nest more than 16 deep");
 }
 
@@ -75,7 +73,7 @@ TEST(InputBounds, ConfigThatIsNoFileIsAUsageError) {
   std::string fifo = temp_base() + "-fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   expect_usage_error({"--config", fifo, "list"}, "a FIFO or pipe that nothing was written to", milliseconds(1500));
-  std::string big = write_file("big.toml", "#" + std::string(2 << 20, 'x') + "\n");
+  std::string big = write_temp_file("big.toml", "#" + std::string(2 << 20, 'x') + "\n");
   expect_usage_error({"--config", big, "list"}, "larger than 1 MiB");
   ::unlink(fifo.c_str());
   ::rmdir(dir.c_str());
@@ -93,11 +91,11 @@ TEST(InputBounds, EmptyValuesAreUsageErrors) {
   // Not the live monitor of the whole system (with --duration: a failure, never a wait).
   expect_usage_error({"--cgroup", "", "--duration", "1s"}, "--cgroup: an empty value is not allowed");
   expect_usage_error({"--duration=", "list"}, "--duration");
-  std::string file = write_file("empty.toml", "[output]\nfile = \"\"\n");
+  std::string file = write_temp_file("empty.toml", "[output]\nfile = \"\"\n");
   expect_usage_error({"--config", file, "list"}, file + ":2:8: [output] file must be a non-empty string");
-  std::string listen = write_file("listen.toml", "[prometheus]\nlisten = \"\"\n");
+  std::string listen = write_temp_file("listen.toml", "[prometheus]\nlisten = \"\"\n");
   expect_usage_error({"--config", listen, "list"}, "[prometheus] listen must be a non-empty string");
-  std::string events = write_file("events.toml", "[pmc]\nevents = []\n");
+  std::string events = write_temp_file("events.toml", "[pmc]\nevents = []\n");
   expect_usage_error({"--config", events, "list"}, "[pmc] events must be a non-empty array");
 }
 
@@ -138,7 +136,7 @@ TEST(InputBounds, TwoSpellingsOfOneEventAreOneCounter) {
     EXPECT_GE(checked, 1) << list << "\n" << o.out;
   }
   // The same list in the configuration file.
-  std::string cfg = write_file("events-dup.toml", "[pmc]\nevents = [\"software/config=1/\", \"software/config= 1/\"]\n");
+  std::string cfg = write_temp_file("events-dup.toml", "[pmc]\nevents = [\"software/config=1/\", \"software/config= 1/\"]\n");
   Outcome o = run_pm({"--format", "json", "--duration", "1s", "--config", cfg});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   ASSERT_GE(o.intervals(), 1u) << o.out;
@@ -169,7 +167,7 @@ TEST(InputBounds, ProbesOnAnotherCpusCodeAreRefused) {
                      "is aarch64 code: perf-monitor probes only 64-bit x86-64 executables and libraries here");
   std::string riscv = foreign_copy(243, "riscv");  // EM_RISCV
   expect_usage_error({"--probe", riscv + ":process_request", "--duration", "1s"}, "is RISC-V code");
-  std::string garbage = write_file("garbage", "\x7f" "ELF" + std::string(100, '\xff'));
+  std::string garbage = write_temp_file("garbage", "\x7f" "ELF" + std::string(100, '\xff'));
   expect_usage_error({"--probe", garbage + ":main", "list"}, "--probe:");
 }
 
@@ -205,7 +203,7 @@ TEST(InputBounds, LongFunctionNamesAreBounded) {
   // (An argument is at most 128 KiB, its NUL included; the configuration file has no such limit.)
   expect_usage_error({"--probe", shop + ":" + std::string(130000, 'x'), "list"}, "a function name is at most 4096",
                      milliseconds(1000));
-  std::string cfg = write_file("long-function.toml", "[[probes]]\nbinary = \"" + shop + "\"\nfunction = \"" +
+  std::string cfg = write_temp_file("long-function.toml", "[[probes]]\nbinary = \"" + shop + "\"\nfunction = \"" +
                                                          std::string(200000, 'y') + "\"\n");
   expect_usage_error({"--config", cfg, "list"}, "a function name is at most 4096", milliseconds(1000));
   expect_usage_error({"--probe", shop + ":" + std::string(4000, 'p'), "list"}, "no function 'ppp",

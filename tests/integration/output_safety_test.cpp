@@ -23,8 +23,6 @@ namespace {
 
 constexpr uid_t kNobody = 65534;
 
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
-
 // The error lines of stderr: `report` may also warn about its input first (a short recording).
 size_t error_lines(const std::string& err) {
   size_t n = 0;
@@ -37,7 +35,7 @@ size_t error_lines(const std::string& err) {
   return n;
 }
 
-void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+void write_to(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;
@@ -65,7 +63,7 @@ class OutputSafetyTest : public ::testing::Test {
     base_ = temp_base();
     // What the attacker wants overwritten: a root-owned file outside their reach.
     victim_ = base_ + "-victim";
-    write_file(victim_, kVictimText);
+    write_to(victim_, kVictimText);
     ::chmod(victim_.c_str(), 0644);
     // The attacker's own directory, where root is asked to write.
     home_ = base_ + "-home";
@@ -132,7 +130,7 @@ TEST_F(OutputSafetyTest, ReportDoesNotFollowALinkBesideItsInput) {
 
 TEST_F(OutputSafetyTest, AnotherUsersFileIsNotOverwritten) {
   std::string theirs = home_ + "/theirs.jsonl";
-  write_file(theirs, "their data\n");
+  write_to(theirs, "their data\n");
   ASSERT_EQ(::chown(theirs.c_str(), kNobody, kNobody), 0);
   Outcome o = run_pm({"run", "-o", theirs, "--", "true"});
   EXPECT_EQ(o.exit_code, 2) << o.err;
@@ -140,7 +138,7 @@ TEST_F(OutputSafetyTest, AnotherUsersFileIsNotOverwritten) {
   EXPECT_NE(o.err.find("another user (uid 65534)"), std::string::npos) << o.err;
   std::string rec = plant_recording("run.jsonl");
   std::string page = home_ + "/run.html";
-  write_file(page, "their page\n");
+  write_to(page, "their page\n");
   ASSERT_EQ(::chown(page.c_str(), kNobody, kNobody), 0);
   Outcome r = run_pm({"report", rec});
   EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -164,7 +162,7 @@ TEST_F(OutputSafetyTest, OrdinaryOutputsAreWrittenWhole) {
   EXPECT_EQ(text.back(), '\n');
 
   std::string old = dir + "/old.txt";
-  write_file(old, std::string(100000, 'x'));  // longer than the report: a leftover tail would show
+  write_to(old, std::string(100000, 'x'));  // longer than the report: a leftover tail would show
   ::chmod(old.c_str(), 0600);
   o = run_pm({"run", "-o", old, "--", "true"});
   EXPECT_EQ(o.exit_code, 0) << o.err;
@@ -196,7 +194,7 @@ TEST_F(OutputSafetyTest, FileIsReplacedOnlyWhenMonitoringEnds) {
   std::string dir = base_ + "-live";
   ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
   std::string path = dir + "/live.jsonl";
-  write_file(path, "previous recording\n");
+  write_to(path, "previous recording\n");
   RunningPm pm({"--format", "json", "--interval", "200ms", "-o", path});
   std::string temp;
   for (int i = 0; i < 1500 && temp.empty(); ++i) {
@@ -216,7 +214,7 @@ TEST_F(OutputSafetyTest, FileIsReplacedOnlyWhenMonitoringEnds) {
   EXPECT_NE(text.find("\"type\":\"summary\""), std::string::npos) << text.substr(0, 200);
   EXPECT_EQ(entries(dir), std::vector<std::string>{"live.jsonl"});
 
-  write_file(path, "keep\n");
+  write_to(path, "keep\n");
   o = run_pm({"run", "-o", path, "--", dir + "/no-such-command"});
   EXPECT_EQ(o.exit_code, 127) << o.err;
   EXPECT_EQ(slurp(path), "keep\n");

@@ -29,8 +29,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
-
 std::vector<const nlohmann::json*> intervals_of(const Outcome& o) {
   std::vector<const nlohmann::json*> out;
   for (const auto& r : o.records) {

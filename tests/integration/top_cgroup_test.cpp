@@ -59,8 +59,6 @@ pid_t spinner(const std::string& rel) {
   return pid;
 }
 
-double cpu_of(const nlohmann::json& row) { return row["cpu_user_s"].get<double>() + row["cpu_system_s"].get<double>(); }
-
 class TopCgroupTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -113,8 +113,6 @@ const nlohmann::json* cgroup_row(const nlohmann::json& top, const std::string& p
   return nullptr;
 }
 
-double cpu_of(const nlohmann::json& row) { return row["cpu_user_s"].get<double>() + row["cpu_system_s"].get<double>(); }
-
 // Sum of a process's threads' run delay (schedstat's second field, ns): the per-process file
 // covers the main thread only.
 double run_delay_s(pid_t pid) {

@@ -34,7 +34,7 @@ const MetricDesc kNoHelp{"app-x", "weird.name", K::kGauge, Unit::kNone, ""};
 const MetricDesc kTaskClock{"pmc", "task_clock_seconds", K::kCounter, Unit::kSeconds, "task-clock, per CPU"};
 const MetricDesc kBioBytes{"block_io", "bio_bytes", K::kCounter, Unit::kBytes, "Bytes, per device and op"};
 
-const MonoClock::time_point t0{seconds(100)};
+const MonoClock::time_point prom_t0{seconds(100)};
 
 std::string render(const IntervalRecord& rec) {
   SessionStatus st;
@@ -74,11 +74,11 @@ class Exposition : public ::testing::Test {
  protected:
   void SetUp() override {
     agg_.add_ratio({&kUtil, &kCpuTime, &kTotal, 100});
-    agg_.observe(samples(1000, 50.0, 50.5, {1, 0, 0, 0}, 0.5), t0);
-    agg_.observe(samples(1250, 50.75, 51.5, {3, 4, 0, 2}, 2.5), t0 + seconds(1));
-    agg_.close_interval(t0 + seconds(1));
-    agg_.observe(samples(1300, 51.0, 52.5, {3, 5, 1, 2}, 2.75), t0 + seconds(2));
-    text_ = render(agg_.close_interval(t0 + seconds(2)));
+    agg_.observe(samples(1000, 50.0, 50.5, {1, 0, 0, 0}, 0.5), prom_t0);
+    agg_.observe(samples(1250, 50.75, 51.5, {3, 4, 0, 2}, 2.5), prom_t0 + seconds(1));
+    agg_.close_interval(prom_t0 + seconds(1));
+    agg_.observe(samples(1300, 51.0, 52.5, {3, 5, 1, 2}, 2.75), prom_t0 + seconds(2));
+    text_ = render(agg_.close_interval(prom_t0 + seconds(2)));
   }
   static Samples samples(double switches, double user, double total, std::vector<uint64_t> hist, double hist_sum) {
     return {
@@ -165,8 +165,8 @@ TEST(PrometheusLabels, OutsideNamesBecomeValidUtf8WithoutControlCharacters) {
   const MetricDesc desc{"cgroup", "processes", K::kGauge, Unit::kNone, "Live processes", {}, 0, true};
   for (const auto& [raw, shown] : cases) {
     Aggregator agg;
-    agg.observe({{&desc, {{"cgroup", raw}}, 1, {}}}, t0);
-    std::string text = render(agg.close_interval(t0 + seconds(1)));
+    agg.observe({{&desc, {{"cgroup", raw}}, 1, {}}}, prom_t0);
+    std::string text = render(agg.close_interval(prom_t0 + seconds(1)));
     EXPECT_NE(text.find("perf_monitor_cgroup_processes{cgroup=\"" + shown + "\"} 1\n"), std::string::npos)
         << testing::PrintToString(raw) << "\n"
         << text;
@@ -218,9 +218,9 @@ TEST(PrometheusWhole, LeftOutBesideItsPartsKeptAlone) {
                    {&kBioBytes, {{"device", "vda"}, {"op", "read"}}, 7 * k, {}},
                    {&kSwitches, {{"cpu", "all"}}, 10 * k, {}}};
   };
-  agg.observe(samples(1), t0);
-  agg.observe(samples(2), t0 + seconds(1));
-  std::string text = render(agg.close_interval(t0 + seconds(1)));
+  agg.observe(samples(1), prom_t0);
+  agg.observe(samples(2), prom_t0 + seconds(1));
+  std::string text = render(agg.close_interval(prom_t0 + seconds(1)));
   // The only "all" left: switches, whose parts no source read.
   size_t all = text.find("=\"all\"");
   EXPECT_EQ(all, text.find("perf_monitor_scheduler_context_switches_total{cpu=\"all\"} 10") + 49) << text;

@@ -18,6 +18,7 @@
 #include "sinks/format.h"
 #include "sinks/sink.h"
 #include "sources/tree/tree_source.h"
+#include "capture.h"
 
 namespace pm {
 namespace {
@@ -32,7 +33,7 @@ const MetricDesc kReqs{"app", "requests", K::kCounter, Unit::kNone, "requests se
 const MetricDesc kDevBytes{"app", "bytes", K::kCounter, Unit::kBytes, "bytes per device"};
 const MetricDesc kQueue{"app", "queue_depth", K::kGauge, Unit::kNone, "queue depth per queue"};
 
-const MonoClock::time_point t0{seconds(500)};
+const MonoClock::time_point sinks_t0{seconds(500)};
 
 Samples app_samples(double rss, double reqs, double sda, double sdb, double queue) {
   return {
@@ -44,16 +45,7 @@ Samples app_samples(double rss, double reqs, double sda, double sdb, double queu
   };
 }
 
-// Reads back everything written to f.
-std::string contents(std::FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string s;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-  return s;
-}
+using test::contents;
 
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;
@@ -80,9 +72,9 @@ struct TmpFile {
 
 TEST(JsonSink, IntervalAndSummary) {
   Aggregator agg;
-  agg.observe(app_samples(1 * kMiB, 10, 1000, 0, 3), t0);
-  agg.observe(app_samples(3 * kMiB, 30, 1500, 64, 7), t0 + seconds(2));
-  IntervalRecord rec = agg.close_interval(t0 + seconds(2));
+  agg.observe(app_samples(1 * kMiB, 10, 1000, 0, 3), sinks_t0);
+  agg.observe(app_samples(3 * kMiB, 30, 1500, 64, 7), sinks_t0 + seconds(2));
+  IntervalRecord rec = agg.close_interval(sinks_t0 + seconds(2));
 
   TmpFile tmp;
   ASSERT_NE(tmp.f, nullptr);
@@ -91,8 +83,8 @@ TEST(JsonSink, IntervalAndSummary) {
   sink->unavailable(unavailable);
   sink->interval(rec);
 
-  agg.observe(app_samples(2 * kMiB, 45, 1700, 64, 5), t0 + seconds(4));
-  SummaryRecord sum = agg.summary(t0 + seconds(4));
+  agg.observe(app_samples(2 * kMiB, 45, 1700, 64, 5), sinks_t0 + seconds(4));
+  SummaryRecord sum = agg.summary(sinks_t0 + seconds(4));
   RunInfo info;
   info.mode = "run";
   info.command = {"make", "-j4"};
@@ -152,15 +144,15 @@ TEST(JsonSink, IntervalAndSummary) {
 
 TEST(JsonSink, EmptyUnavailableIsAnObjectAndFractionsSurvive) {
   Aggregator agg;
-  agg.observe({{&kReqs, {}, 0.25, {}}}, t0);
-  agg.observe({{&kReqs, {}, 1.0, {}}}, t0 + seconds(1));
+  agg.observe({{&kReqs, {}, 0.25, {}}}, sinks_t0);
+  agg.observe({{&kReqs, {}, 1.0, {}}}, sinks_t0 + seconds(1));
   TmpFile tmp;
   ASSERT_NE(tmp.f, nullptr);
   auto sink = make_json_sink(tmp.out);
   RunInfo info;
   info.mode = "system";
   info.end_reason = "interrupted";
-  sink->summary(agg.summary(t0 + seconds(1)), info, {});
+  sink->summary(agg.summary(sinks_t0 + seconds(1)), info, {});
   std::vector<std::string> lines = lines_of(contents(tmp.f));
   ASSERT_EQ(lines.size(), 2u);  // what the metrics are, then the summary
   EXPECT_EQ(nlohmann::json::parse(lines[0])["type"], "metrics");
@@ -221,7 +213,7 @@ TEST(JsonSink, SpansAreBatchedAndEachLineIsWhatTheJsonLibraryWrites) {
   info.mode = "system";
   info.end_reason = "interrupted";
   Aggregator agg;
-  sink->summary(agg.summary(t0), info, {});  // writes what waits, then the summary
+  sink->summary(agg.summary(sinks_t0), info, {});  // writes what waits, then the summary
   std::vector<std::string> lines = lines_of(contents(tmp.f));
   ASSERT_EQ(lines.size(), expected.size() + 1);
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -248,11 +240,11 @@ Samples tree_samples(double seen, double procs, double threads, double rss, doub
 
 TEST(TextSink, ProcessTreeSummaryAndUnavailable) {
   Aggregator agg;
-  agg.observe(tree_samples(1, 1, 1, 1 * kMiB, 0.5, 0.1), t0);
-  agg.observe(tree_samples(3, 2, 5, 3 * kMiB, 1.0, 0.3), t0 + seconds(1));
-  agg.observe(tree_samples(3, 1, 2, 2 * kMiB, 1.5, 0.6), t0 + seconds(2));
-  agg.observe({{&kReqs, {}, 10, {}}}, t0 + seconds(2));
-  IntervalRecord rec = agg.close_interval(t0 + seconds(2));
+  agg.observe(tree_samples(1, 1, 1, 1 * kMiB, 0.5, 0.1), sinks_t0);
+  agg.observe(tree_samples(3, 2, 5, 3 * kMiB, 1.0, 0.3), sinks_t0 + seconds(1));
+  agg.observe(tree_samples(3, 1, 2, 2 * kMiB, 1.5, 0.6), sinks_t0 + seconds(2));
+  agg.observe({{&kReqs, {}, 10, {}}}, sinks_t0 + seconds(2));
+  IntervalRecord rec = agg.close_interval(sinks_t0 + seconds(2));
 
   TmpFile tmp;
   ASSERT_NE(tmp.f, nullptr);
@@ -274,7 +266,7 @@ TEST(TextSink, ProcessTreeSummaryAndUnavailable) {
   info.exit_code = 0;
   info.end_reason = "exited";
   std::vector<Unavailable> unavailable{{"pmc", "no PMU in this VM"}};
-  sink->summary(agg.summary(t0 + seconds(2)), info, unavailable);
+  sink->summary(agg.summary(sinks_t0 + seconds(2)), info, unavailable);
   std::string all = contents(tmp.f);
   std::string text = all.substr(interval_text.size());
   EXPECT_EQ(text.rfind("=== perf-monitor summary\n", 0), 0u) << text;
@@ -300,8 +292,8 @@ TEST(TextSink, PartialProcessTreeDoesNotCrash) {
   keep(first);
   keep(second);
   Aggregator agg;
-  agg.observe(first, t0);
-  agg.observe(second, t0 + seconds(1));
+  agg.observe(first, sinks_t0);
+  agg.observe(second, sinks_t0 + seconds(1));
   TmpFile tmp;
   ASSERT_NE(tmp.f, nullptr);
   auto sink = make_text_sink(tmp.out);
@@ -309,7 +301,7 @@ TEST(TextSink, PartialProcessTreeDoesNotCrash) {
   info.mode = "attach";
   info.pid = 7;
   info.end_reason = "interrupted";
-  sink->summary(agg.summary(t0 + seconds(1)), info, {{"thermal", "no thermal zones"}});
+  sink->summary(agg.summary(sinks_t0 + seconds(1)), info, {{"thermal", "no thermal zones"}});
   std::string text = contents(tmp.f);
   EXPECT_NE(text.find("tree     6 processes seen, at most 3 at once\n"), std::string::npos)
       << text;
@@ -324,8 +316,8 @@ TEST(TextSink, SummaryQuotesTheCommandAndSaysOnlyWhatIsNew) {
             "sh -c 'echo a; sleep 1' '' 'it'\\''s' a/b-c.d=e:f,g");
   EXPECT_EQ(shell_words({"x\x1b[31m"}), "'x?[31m'");
   Aggregator agg;
-  agg.observe(tree_samples(1, 1, 1, 1 * kMiB, 0.5, 0.1), t0);
-  agg.observe(tree_samples(1, 1, 1, 1 * kMiB, 0.6, 0.1), t0 + seconds(1));
+  agg.observe(tree_samples(1, 1, 1, 1 * kMiB, 0.5, 0.1), sinks_t0);
+  agg.observe(tree_samples(1, 1, 1, 1 * kMiB, 0.6, 0.1), sinks_t0 + seconds(1));
   TmpFile tmp;
   ASSERT_NE(tmp.f, nullptr);
   SinkOptions quiet;
@@ -334,7 +326,7 @@ TEST(TextSink, SummaryQuotesTheCommandAndSaysOnlyWhatIsNew) {
   auto sink = make_text_sink(tmp.out, quiet);
   std::vector<Unavailable> at_start{{"thermal", "no thermal zones"}};
   sink->unavailable(at_start);
-  sink->interval(agg.close_interval(t0 + seconds(1)));
+  sink->interval(agg.close_interval(sinks_t0 + seconds(1)));
   EXPECT_EQ(contents(tmp.f), "") << "an interval printed where none was asked for";
   RunInfo info;
   info.mode = "run";
@@ -344,7 +336,7 @@ TEST(TextSink, SummaryQuotesTheCommandAndSaysOnlyWhatIsNew) {
   info.end_reason = "exited";
   std::vector<Unavailable> at_end = at_start;
   at_end.push_back({"pmc.cycles", "never counted: the PMU was busy"});
-  sink->summary(agg.summary(t0 + seconds(1)), info, at_end);
+  sink->summary(agg.summary(sinks_t0 + seconds(1)), info, at_end);
   std::string text = contents(tmp.f);
   EXPECT_NE(text.find("command  sh -c 'make -C dir -j2' (pid 9)"), std::string::npos) << text;
   EXPECT_EQ(text.find("thermal"), std::string::npos) << text;

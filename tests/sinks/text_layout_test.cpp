@@ -22,22 +22,15 @@
 #include "sinks/sink.h"
 #include "sources/files/system_sources.h"
 #include "sources/tree/tree_source.h"
+#include "capture.h"
 
 namespace pm {
 namespace {
 
 using std::chrono::seconds;
-const MonoClock::time_point t0{seconds(100)};
+const MonoClock::time_point layout_t0{seconds(100)};
 
-std::string contents(std::FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string s;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-  return s;
-}
+using test::contents;
 
 // The interval block and the summary the text sink writes for these samples, read twice a second
 // apart, counters at half their value the first time (so they moved).
@@ -49,16 +42,16 @@ std::string text_of(const Samples& samples, const std::string& mode = "system",
   }
   Aggregator agg;
   for (const RatioRule& r : ratios) agg.add_ratio(r);
-  agg.observe(first, t0);
-  agg.observe(samples, t0 + seconds(1));
+  agg.observe(first, layout_t0);
+  agg.observe(samples, layout_t0 + seconds(1));
   std::FILE* f = std::tmpfile();
   Output out = Output::to_fd(fileno(f), "a tmpfile");
   auto sink = make_text_sink(out);
-  sink->interval(agg.close_interval(t0 + seconds(1)));
+  sink->interval(agg.close_interval(layout_t0 + seconds(1)));
   RunInfo info;
   info.mode = mode;
   info.end_reason = "duration";
-  sink->summary(agg.summary(t0 + seconds(1)), info, {});
+  sink->summary(agg.summary(layout_t0 + seconds(1)), info, {});
   std::string s = contents(f);
   std::fclose(f);
   return s;

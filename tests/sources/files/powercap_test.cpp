@@ -3,6 +3,7 @@
 // (tests/fixtures/sys/class/powercap, see the fixtures README). Expected numbers are copied from
 // the fixture files on purpose.
 #include "sources/files/powercap.h"
+#include "write_text.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,7 +19,7 @@ namespace {
 
 constexpr double kRange = 262143328850;  // max_energy_range_uj of every fixture zone
 
-FsRoots fixture_roots() { return FsRoots{"/proc", PM_FIXTURES_DIR "/sys"}; }
+FsRoots powercap_roots() { return FsRoots{"/proc", PM_FIXTURES_DIR "/sys"}; }
 
 const Sample* find_zone(const Samples& samples, const std::string& zone) {
   for (const Sample& s : samples) {
@@ -27,12 +28,7 @@ const Sample* find_zone(const Samples& samples, const std::string& zone) {
   return nullptr;
 }
 
-void write_text(const std::string& path, const char* text) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  ASSERT_NE(f, nullptr) << path;
-  std::fputs(text, f);
-  std::fclose(f);
-}
+using test::write_text;
 
 // A copy of the fixture tree in a fresh directory, removed at the end of the test.
 class TempTree {
@@ -62,7 +58,7 @@ class TempTree {
 };
 
 TEST(Powercap, FixtureZonesInJoules) {
-  auto src = make_powercap_source(fixture_roots());
+  auto src = make_powercap_source(powercap_roots());
   ASSERT_TRUE(src.ok()) << src.error().message;
   EXPECT_EQ((*src)->name(), "powercap");
   Samples out;
@@ -87,7 +83,7 @@ TEST(Powercap, FixtureZonesInJoules) {
 }
 
 TEST(Powercap, ZonesOfTheSameNameStayApart) {
-  auto src = make_powercap_source(fixture_roots());
+  auto src = make_powercap_source(powercap_roots());
   ASSERT_TRUE(src.ok()) << src.error().message;
   Samples out;
   (*src)->collect(out);

@@ -2,6 +2,7 @@
 // The system sources read captured procfs and sysfs trees (tests/fixtures, see its README).
 // Expected numbers are copied from the fixture files on purpose.
 #include "sources/files/system_sources.h"
+#include "write_text.h"
 
 #include <unistd.h>
 
@@ -202,12 +203,7 @@ TEST(SystemSources, MissingProcfsIsUnavailable) {
 namespace pm {
 namespace {
 
-void write_text(const std::string& path, const char* text) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  ASSERT_NE(f, nullptr) << path;
-  std::fputs(text, f);
-  std::fclose(f);
-}
+using test::write_text;
 
 TEST(SystemSources, ThermalZonesAndTripsOfTheSameTypeStayApart) {
   // Two "acpitz" zones, one with two "active" trips: a sysfs tree made the way the kernel lays it out.

@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct FakeProc {
+struct TreeProc {
   int ppid = 0;
   uint64_t starttime = 100;
   uint64_t utime = 0, cutime = 0;  // ticks
@@ -39,7 +39,7 @@ class FakeProcRoot {
   ~FakeProcRoot() { fs::remove_all(root_); }
   [[nodiscard]] std::string path() const { return root_.string(); }
 
-  void put(int pid, const FakeProc& p) {
+  void put(int pid, const TreeProc& p) {
     fs::path dir = root_ / std::to_string(pid);
     fs::create_directories(dir / "task" / std::to_string(pid));
     std::ofstream(dir / "stat") << pid << " (fake) " << p.state << " " << p.ppid << " 1 1 0 -1 0 " << p.minflt << " " << p.cminflt
