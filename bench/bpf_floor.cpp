@@ -2,6 +2,8 @@
 // Loads empty eBPF programs and waits for SIGINT or SIGTERM: what any eBPF monitor on the same
 // hooks costs at the least.
 //   bpf_floor                      the scheduler and block hooks perf-monitor's kernel sources use
+//   bpf_floor --clock              the same with a clock read in each switch and wakeup program:
+//                                  the floor of timing run-queue waits on the wall clock (runqlat)
 //   bpf_floor --probe BIN:FUNC     an empty uprobe + uretprobe pair on one function (the floor of
 //                                  an application probe)
 #include <bpf/libbpf.h>
@@ -40,9 +42,17 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-  } else if (floor_bpf::attach(skel) != 0) {
-    std::perror("bpf_floor: attaching the empty programs");
-    return 1;
+  } else {
+    // The empty switch and wakeup programs, or (--clock) the ones that read the clock.
+    bool clock = argc == 2 && std::strcmp(argv[1], "--clock") == 0;
+    for (bpf_program* p : {skel->progs.floor_switch, skel->progs.floor_waking, skel->progs.floor_wakeup_new})
+      bpf_program__set_autoattach(p, !clock);
+    for (bpf_program* p : {skel->progs.clock_switch, skel->progs.clock_wakeup, skel->progs.clock_wakeup_new})
+      bpf_program__set_autoattach(p, clock);
+    if (floor_bpf::attach(skel) != 0) {
+      std::perror("bpf_floor: attaching the empty programs");
+      return 1;
+    }
   }
   std::puts("bpf_floor: attached");
   std::fflush(stdout);

@@ -4,6 +4,9 @@
 # a pipe ping-pong pinned to one CPU (perf bench sched pipe: every op is 2 switches, 2 wakeups)
 #   bare       nothing attached
 #   floor      empty programs on the same hooks (bench/bpf_floor)
+#   clock      the floor with one clock read per switch and per wakeup (bpf_floor --clock): the
+#              least that timing run-queue waits on the wall clock costs, as runqlat and
+#              perf-monitor do (the kernel's clock read is dear on some VMs: compare with it)
 #   kernel     perf-monitor, live system-wide, eBPF sources only (scheduler + block I/O)
 #   monitor    perf-monitor, live system-wide, everything on (adds perf counters on every CPU)
 #   run        perf-monitor run -- the ping-pong: the tree followed exactly in the kernel
@@ -61,6 +64,10 @@ for ((r = 0; r < rounds; r++)); do
   results[floor]+="$(pipe_us) "
   kill -INT $fpid; wait $fpid || true
 
+  "$floor" --clock > /dev/null & fpid=$!; sleep 1
+  results[clock]+="$(pipe_us) "
+  kill -INT $fpid; wait $fpid || true
+
   "$pm" --config /tmp/pm-bench-kernel.toml --output /dev/null 2>/dev/null & kpid=$!; sleep 1.5
   results[kernel]+="$(pipe_us) "
   kill -INT $kpid; wait $kpid || true
@@ -97,7 +104,7 @@ done
 
 bare=$(echo ${results[bare]} | tr ' ' '\n' | median)
 printf '%-10s %10s %10s\n' config usecs/op slowdown
-for c in bare floor kernel kernel-base monitor run run-base run-all run-all-base bpftrace; do
+for c in bare floor clock kernel kernel-base monitor run run-base run-all run-all-base bpftrace; do
   [ -n "${results[$c]:-}" ] || continue
   m=$(echo ${results[$c]} | tr ' ' '\n' | median)
   printf '%-10s %10s %10.3f\n' "$c" "$m" "$(echo "$m / $bare" | bc -l)"
@@ -106,3 +113,31 @@ cpu=$(printf '%s\n' "${monitor_cpu[@]}" | median)
 printf 'perf-monitor during the storm (%s ops/s = %.0f switches/s): %.2f%% of one CPU, RSS %d KiB ' \
   "$(echo "1000000 / $bare" | bc)" "$(echo "2000000 / $bare" | bc -l)" "$cpu" "$monitor_rss"
 printf '(peak %d KiB, while libbpf parses the kernel BTF at start-up)\n' "$monitor_hwm"
+
+# What each program costs per run by the kernel's own count (kernel.bpf_stats_enabled:
+# run_time_ns / run_cnt, as bpftop shows), over one pinned ping-pong each: far steadier than the
+# ratios above, which the host moves by several per cent between runs.
+prog_stats() {
+  bpftool prog show 2> /dev/null | awk '/ name / {
+    n = ""; t = 0; c = 0
+    for (i = 1; i <= NF; i++) { if ($i == "name") n = $(i + 1); if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
+    if (n ~ /switch|wakeup|waking/) print $1, n, t, c }' | sort
+}
+ns_per_run() {  # LABEL COMMAND...
+  local label=$1; shift
+  "$@" > /dev/null 2>&1 & local p=$!; sleep 1.5
+  prog_stats > /tmp/pm-bench-stats.a
+  pipe_us > /dev/null
+  prog_stats > /tmp/pm-bench-stats.b
+  kill -INT $p; wait $p || true
+  join /tmp/pm-bench-stats.a /tmp/pm-bench-stats.b |
+    awk -v l="$label" '$7 - $4 > 1000 {printf "  %-7s %-18s %7.1f\n", l, $2, ($6 - $3) / ($7 - $4)}'
+}
+stats_were=$(sysctl -n kernel.bpf_stats_enabled 2> /dev/null || echo 0)
+if sysctl -qw kernel.bpf_stats_enabled=1 2> /dev/null; then
+  echo "ns per run of each program over one pinned ping-pong (bpf_stats; the clock's own reads included):"
+  ns_per_run floor "$floor"
+  ns_per_run clock "$floor" --clock
+  ns_per_run kernel "$pm" --config /tmp/pm-bench-kernel.toml --output /dev/null
+  sysctl -qw kernel.bpf_stats_enabled="$stats_were"
+fi
