@@ -270,13 +270,21 @@ static __always_inline __u32 cgroup_slot_of(struct task_struct *t) {
 // runnable) and its wait is the time to its next switch-in. The scheduler's own stamp
 // (sched_info.last_queued against rq->clock, what run_delay adds up) cannot serve: a wakeup
 // that preempts makes the next switch skip its clock update (rq_clock_skip_update), so the
-// woken task's wait reads ~0 however long it was. Typed programs keep the stamp in task
-// storage (no hash lookup, freed with the task); raw_tp ones in a pid-keyed LRU hash.
+// woken task's wait reads ~0 however long it was. Typed programs keep the stamp in an array
+// indexed by the pid's low bits (a lookup the verifier inlines: no helper call, which a task
+// storage lookup is, at 20-110 ns per event on a slow VM); raw_tp ones in a pid-keyed LRU hash.
+// A stamp names its task (pid and start time), so a slot taken by another task, or a stamp
+// left by a task that ran unseen, is never read as this task's wait.
+struct pm_runq_stamp {
+  __u64 at;     // when the task became runnable (0: taken)
+  __u32 pid;
+  __u32 start;  // the task's start_time, low 32 bits (a reused pid is another task)
+};
 struct {
-  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-  __uint(map_flags, BPF_F_NO_PREALLOC);
-  __type(key, int);
-  __type(value, __u64);
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, PM_RUNQ_STAMP_SLOTS);  // 1 where the raw_tp programs load (user space)
+  __type(key, __u32);
+  __type(value, struct pm_runq_stamp);
 } runq_stamps SEC(".maps");
 
 struct {
@@ -286,12 +294,26 @@ struct {
   __type(value, __u64);
 } raw_runq_stamps SEC(".maps");
 
+static __always_inline struct pm_runq_stamp *stamp_slot(__u32 pid) {
+  __u32 slot = pid & (PM_RUNQ_STAMP_SLOTS - 1);
+  return bpf_map_lookup_elem(&runq_stamps, &slot);
+}
+
 // The stamp of a task that became runnable now. The idle task (pid 0) never waits.
 static __always_inline void stamp_runnable(struct task_struct *p, bool typed, __u64 now) {
   if (typed) {
-    if (p->pid == 0) return;
-    __u64 *ts = bpf_task_storage_get(&runq_stamps, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-    if (ts) *ts = now;
+    __u32 pid = p->pid;
+    if (pid == 0) return;
+    struct pm_runq_stamp *s = stamp_slot(pid);
+    if (!s) return;
+    if (s->at && s->pid != pid) {  // another runnable task's stamp, not yet taken: its wait is lost
+      __u32 zero = 0;
+      struct pm_sched_counters *c = bpf_map_lookup_elem(&counters, &zero);
+      if (c) c->runq_lost++;
+    }
+    s->pid = pid;
+    s->start = (__u32)p->start_time;
+    s->at = now;
   } else {
     __u32 pid = BPF_CORE_READ(p, pid);
     if (pid == 0) return;
@@ -301,14 +323,17 @@ static __always_inline void stamp_runnable(struct task_struct *p, bool typed, __
 
 // The stamp of a task switched in, taken (0: none, it did not wait on a run queue since).
 static __always_inline __u64 take_stamp(struct task_struct *p, bool typed) {
-  __u64 *ts;
   if (typed) {
-    if (p->pid == 0) return 0;  // (a load, not a helper call: switches to idle are frequent)
-    ts = bpf_task_storage_get(&runq_stamps, p, 0, 0);
-  } else {
-    __u32 pid = BPF_CORE_READ(p, pid);
-    ts = bpf_map_lookup_elem(&raw_runq_stamps, &pid);
+    __u32 pid = p->pid;
+    if (pid == 0) return 0;  // (a load, not a lookup: switches to idle are frequent)
+    struct pm_runq_stamp *s = stamp_slot(pid);
+    if (!s || !s->at || s->pid != pid || s->start != (__u32)p->start_time) return 0;
+    __u64 at = s->at;
+    s->at = 0;
+    return at;
   }
+  __u32 pid = BPF_CORE_READ(p, pid);
+  __u64 *ts = bpf_map_lookup_elem(&raw_runq_stamps, &pid);
   if (!ts) return 0;
   __u64 at = *ts;
   *ts = 0;

@@ -6,9 +6,12 @@
 /* log2 buckets of run-queue latency in microseconds: bucket i counts latencies < 2^i us
  * (bucket 0: under 1 us); the last bucket takes everything longer. */
 #define PM_RUNQ_BUCKETS 32
-/* Tasks whose run-queue stamp the raw_tp fallback holds at once (an LRU hash by pid; the typed
- * programs keep it in task storage). */
+/* Tasks whose run-queue stamp the raw_tp fallback holds at once (an LRU hash by pid). */
 #define PM_RAW_STAMPS 16384
+/* The typed programs' run-queue stamps: an array indexed by the pid's low bits (a power of two;
+ * 1 MiB). Where pid_max is larger, two tasks of the same slot runnable at once lose a wait:
+ * counted in runq_lost, never timed wrong. */
+#define PM_RUNQ_STAMP_SLOTS 65536
 #include "tree.h"
 
 /* System-wide scheduler counters, one slot per CPU (a per-CPU array of one element). */
@@ -22,6 +25,8 @@ struct pm_sched_counters {
                          measured: every switch-in of a task stamped runnable since it last
                          ran (woken, new, or switched out still runnable) */
   __u64 runq_hist[PM_RUNQ_BUCKETS]; /* their count, by log2 bucket (the sum is the count) */
+  __u64 runq_lost;    /* run-queue waits not timed: a task's stamp was overwritten by another
+                         task's of the same slot (PM_RUNQ_STAMP_SLOTS) before it ran */
 };
 
 /* The target tree's share, one slot per CPU: what only the scheduler's hooks see (wakeups, each

@@ -143,6 +143,75 @@ TEST_F(SchedulerTest, SystemWideSwitchesAgreeWithProcStat) {
   EXPECT_NEAR(per_cpu, ours, 1);
 }
 
+// A sysctl's value, and the same set back when the test ends.
+class SysctlFor {
+ public:
+  explicit SysctlFor(std::string path) : path_(std::move(path)) { std::ifstream(path_) >> was_; }
+  ~SysctlFor() {
+    if (!was_.empty()) std::ofstream(path_) << was_;
+  }
+  SysctlFor(const SysctlFor&) = delete;
+  SysctlFor& operator=(const SysctlFor&) = delete;
+  [[nodiscard]] long was() const { return was_.empty() ? 0 : std::stol(was_); }
+  bool set(long v) { return static_cast<bool>(std::ofstream(path_) << v << std::flush); }
+
+ private:
+  std::string path_, was_;
+};
+
+// A CPU-bound workload on CPU 0 for `ms` milliseconds; where want_pid is not 0, forked as that
+// pid (the next pid set through ns_last_pid) or not at all (-1).
+pid_t spinner_on_cpu0(int ms, pid_t want_pid = 0) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    if (want_pid != 0) std::ofstream("/proc/sys/kernel/ns_last_pid") << want_pid - 1 << std::flush;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(0, &set);
+      ::sched_setaffinity(0, sizeof set, &set);
+      if (want_pid != 0 && ::getpid() != want_pid) ::_exit(0);  // another fork took the pid first
+      std::string arg = std::to_string(ms);
+      ::execl(workload().c_str(), "pm-workload", "spin", arg.c_str(), nullptr);
+      ::_exit(127);
+    }
+    if (want_pid == 0 || pid == want_pid) return pid;
+    ::waitpid(pid, nullptr, 0);
+  }
+  return -1;
+}
+
+// Run-queue stamps live in an array of 65,536 slots indexed by pid: two tasks of one slot that
+// wait at once lose one wait, which is counted, not timed. Three CPU-bound tasks on one CPU,
+// two of them 65,536 pids apart, wait two at a time all along. With pid_max at most the array's
+// size (this host's, before the test raises it) no wait is lost.
+TEST_F(SchedulerTest, RunQueueWaitsOfTasksSharingAStampSlotAreCountedLost) {
+  SysctlFor pid_max("/proc/sys/kernel/pid_max");
+  if (pid_max.was() > 0 && pid_max.was() <= 65536) {
+    Outcome o = run_pm({"--format", "json", "--duration", "1s"});
+    ASSERT_FALSE(o.summary.is_null()) << o.err;
+    ASSERT_GT(o.summary["scheduler"]["context_switches"].value("all", 0.0), 0) << o.summary.dump();
+    EXPECT_EQ(o.summary["scheduler"].value("runq_waits_lost", -1.0), 0) << o.summary["scheduler"].dump();
+  }
+  if (!pid_max.set(4194304)) GTEST_SKIP() << "cannot raise kernel.pid_max (a container's read-only /proc/sys?)";
+  RunningPm pm({"--format", "json", "--interval", "500ms"});
+  ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
+  pid_t a = spinner_on_cpu0(1500);
+  pid_t b = spinner_on_cpu0(1500, a + 65536);
+  pid_t c = spinner_on_cpu0(1500);
+  for (pid_t p : {a, b, c}) {
+    if (p > 0) ::waitpid(p, nullptr, 0);
+  }
+  Outcome o = pm.stop(SIGINT);
+  ASSERT_GT(b, 0) << "no fork got pid " << a + 65536 << " (ns_last_pid)";
+  ASSERT_FALSE(o.summary.is_null()) << o.err;
+  double lost = o.summary["scheduler"].value("runq_waits_lost", 0.0);
+  double timed = o.summary["scheduler"]["runq_latency_seconds"].value("count", 0.0);
+  std::printf("pids %d %d %d on CPU 0: %.0f waits lost, %.0f timed\n", a, b, c, lost, timed);
+  EXPECT_GT(lost, 10);
+  EXPECT_GT(timed, lost);
+}
+
 // BPF programs perf-monitor holds open, from its fd table.
 int bpf_progs_of(pid_t pid) {
   int n = 0;

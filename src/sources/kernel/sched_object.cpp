@@ -111,10 +111,11 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const BpfLoadOptions& opt
     }
     bpf_program__set_autoattach(skel->progs.tree_scope_tasks, false);  // attached to the cgroup below
     bpf_map__set_max_entries(skel->maps.scope_tasks, scoped ? kScopeTasks : 1);
-    // Run-queue stamps: the raw_tp fallback's hash; the typed programs use task storage.
+    // Run-queue stamps: the typed programs' pid-indexed array, or the raw_tp fallback's hash.
     bool typed = bpf_program__autoload(skel->progs.btf_switch);
     bpf_map__set_max_entries(skel->maps.raw_runq_stamps,
                              typed ? static_cast<__u32>(std::max(1, libbpf_num_possible_cpus())) : PM_RAW_STAMPS);
+    bpf_map__set_max_entries(skel->maps.runq_stamps, typed ? PM_RUNQ_STAMP_SLOTS : 1);
   };
   auto loaded = load_skeleton<scheduler_bpf>("scheduler", target, false, scope);
   // (Refused, the typed programs are loaded again as raw_tp, which follow no tree: try without.)

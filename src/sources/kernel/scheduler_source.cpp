@@ -45,6 +45,12 @@ const MetricDesc kRunq = shown_by(scheduler_text, {"scheduler",
                                                    "Run-queue latency: from wakeup or preemption to running",
                                                    {},
                                                    kMicro});
+// Zero where pid_max is at most the stamp array's size (PM_RUNQ_STAMP_SLOTS): a pid has a slot
+// of its own.
+const MetricDesc kRunqLost = shown_by(
+    scheduler_text, {"scheduler", "runq_waits_lost", K::kCounter, Unit::kNone,
+                     "Run-queue waits not timed: another task of the same stamp slot (pid modulo 65536) was "
+                     "stamped runnable before this one ran"});
 
 const MetricDesc kTreeWakeups =
     shown_by(tree_sched_text, {"process_tree", "sched_wakeups", K::kCounter, Unit::kNone,
@@ -74,7 +80,12 @@ void scheduler_text(TextBlock& b) {
   }
   b.take_all(kSwitches);  // per CPU: in JSON and Prometheus
   if (const Shown* v = b.take(kWakeups)) b.item(kSched + 10, "sched", "wakeups " + counted(b, *v));
-  if (const Shown* h = b.take(kRunq)) b.item(kSched + 40, "sched", latency(*h));
+  const Shown* lost = b.take(kRunqLost);
+  if (const Shown* h = b.take(kRunq)) {
+    std::string s = latency(*h);
+    if (lost != nullptr && lost->value > 0) s += fmt::format(" ({} waits not timed)", human_count(lost->value));
+    b.item(kSched + 40, "sched", s);
+  }
 }
 
 // The tree's wakeups and run-queue latency, with the tree's figures.
@@ -137,6 +148,7 @@ void SchedulerSource::collect(Samples& out) {
     sum.involuntary += c.involuntary;
     sum.wakeups += c.wakeups;
     sum.runq_ns += c.runq_ns;
+    sum.runq_lost += c.runq_lost;
     for (size_t b = 0; b < PM_RUNQ_BUCKETS; ++b) hist[b] += c.runq_hist[b];
     if (cpu < m.online.size() && m.online[cpu]) {
       out.push_back({&kSwitches, {{"cpu", std::to_string(cpu)}}, static_cast<double>(c.switches)});
@@ -147,6 +159,7 @@ void SchedulerSource::collect(Samples& out) {
   add(kVoluntary, static_cast<double>(sum.voluntary));
   add(kInvoluntary, static_cast<double>(sum.involuntary));
   add(kWakeups, static_cast<double>(sum.wakeups));
+  add(kRunqLost, static_cast<double>(sum.runq_lost));
   append_bpf_stats(m.object->object(), out);
   out.push_back({&m.runq, {}, static_cast<double>(sum.runq_ns) / 1e9, std::move(hist)});
 
