@@ -6,7 +6,7 @@
 #   make test   installs what is missing, builds, and runs the whole test suite, then again
 #               under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz   builds the libFuzzer targets (clang) and runs each for a million executions
-# Other targets: build, bench, clean.
+# Other targets: build (with the benchmarks), build-tests (without), bench, clean.
 
 JOBS ?= $(shell nproc)
 BUILD ?= build
@@ -16,7 +16,7 @@ FUZZ_RUNS ?= 1000000
 # Warnings are errors in the project's own builds (make test, CI), never in a packager's cmake.
 WERROR ?= -DPM_WERROR=ON
 
-.PHONY: run test deps build build-asan build-fuzz fuzz bench clean
+.PHONY: run test deps build build-tests build-asan build-fuzz fuzz bench clean
 
 deps:
 	@scripts/install-deps.sh
@@ -25,6 +25,12 @@ deps:
 # off in the same build directory), the CMake cache would otherwise keep them off.
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON -DPM_BENCH=ON -DPM_DEBUG_INFO=ON $(WERROR)
+	cmake --build $(BUILD) -j $(JOBS)
+
+# What `make test` runs, without the benchmarks (no test runs them): `make bench` or `make build`
+# afterwards adds them to the same tree, the library and binary as they are.
+build-tests: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON -DPM_BENCH=OFF -DPM_DEBUG_INFO=ON $(WERROR)
 	cmake --build $(BUILD) -j $(JOBS)
 
 build-asan: deps
@@ -52,7 +58,7 @@ SKIP_REASONS = grep -h -A1 ': Skipped$$' Testing/Temporary/LastTest.log | grep -
 # A failed test fails `make test` (the skip reasons are printed either way).
 # Two tests at a time (the tests that compare two measurements run alone: RUN_SERIAL).
 TEST_JOBS ?= 2
-test: build build-asan build-fuzz
+test: build-tests build-asan build-fuzz
 	cd $(BUILD) && { ctest --output-on-failure -j $(TEST_JOBS); rc=$$?; $(SKIP_REASONS); exit $$rc; }
 	cd $(ASAN_BUILD) && { ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(TEST_JOBS); rc=$$?; $(SKIP_REASONS); exit $$rc; }
 	cd $(FUZZ_BUILD) && ctest --output-on-failure
