@@ -62,6 +62,9 @@ Aggregator::Series& Aggregator::series_for(const Sample& s) {
   next_ = series_.size() + 1;
   index_.emplace(hash, series_.size());
   Series n{s.desc, s.labels};
+  auto [slot, fresh] = slot_of_.try_emplace(s.desc, descs_.size());
+  if (fresh) descs_.push_back(s.desc);
+  n.slot = slot->second;
   n.first = n.last = n.at_close = s.value;
   n.run_min = n.run_max = s.value;
   n.observed = !std::isnan(s.value);  // a peak alone is no observation
@@ -139,35 +142,25 @@ std::vector<uint64_t> bucket_delta(const std::vector<uint64_t>& now, const std::
 
 std::vector<bool> Aggregator::passed_on() const {
   // One quantity, one name: of the sources that measure it, the highest rank observed fills it.
-  // Worked out per descriptor (a few hundred), then looked up per series (a thousand cgroups'
-  // series share a dozen descriptors).
-  // A descriptor's series mostly lie side by side: each run of them is looked up once.
-  std::unordered_map<const MetricDesc*, bool> observed;  // descriptor -> any series of it observed
-  for (size_t i = 0; i < series_.size();) {
-    const MetricDesc* d = series_[i].desc;
-    bool any = false;
-    for (; i < series_.size() && series_[i].desc == d; ++i) any = any || series_[i].observed;
-    bool& seen = observed[d];
-    seen = seen || any;
-  }
+  // Worked out per descriptor (a few hundred), then looked up per series by its descriptor's
+  // slot (a thousand cgroups' series share a dozen descriptors).
+  std::vector<char> seen(descs_.size());
+  for (const Series& s : series_) seen[s.slot] = static_cast<char>(seen[s.slot] || s.observed);
   std::map<std::pair<std::string_view, std::string_view>, int> best;
-  for (const auto& [d, seen] : observed) {
-    if (!seen) continue;
+  for (size_t i = 0; i < descs_.size(); ++i) {
+    if (!seen[i]) continue;
+    const MetricDesc* d = descs_[i];
     auto [it, inserted] = best.try_emplace({d->family, d->name}, d->rank);
     if (!inserted) it->second = std::max(it->second, d->rank);
   }
-  std::unordered_map<const MetricDesc*, bool> passes;
-  for (const auto& [d, seen] : observed) {
+  std::vector<char> passes(descs_.size());
+  for (size_t i = 0; i < descs_.size(); ++i) {
+    const MetricDesc* d = descs_[i];
     auto it = best.find({d->family, d->name});
-    passes[d] = !d->denominator && (it == best.end() || d->rank >= it->second);
+    passes[i] = static_cast<char>(!d->denominator && (it == best.end() || d->rank >= it->second));
   }
   std::vector<bool> out(series_.size());
-  const MetricDesc* last = nullptr;
-  bool pass = false;
-  for (size_t i = 0; i < series_.size(); ++i) {
-    if (series_[i].desc != last) pass = passes[last = series_[i].desc];
-    out[i] = pass;
-  }
+  for (size_t i = 0; i < series_.size(); ++i) out[i] = passes[series_[i].slot] != 0;
   return out;
 }
 
@@ -201,6 +194,8 @@ IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {
   IntervalRecord rec;
   rec.timestamp = WallClock::now();
   rec.seconds = std::chrono::duration<double>(now - last_close_).count();
+  rec.values = std::move(spare_);
+  rec.values.clear();
   rec.values.reserve(series_.size());
   std::vector<bool> passed = passed_on();
   for (size_t i = 0; i < series_.size(); ++i) {
@@ -243,6 +238,11 @@ IntervalRecord Aggregator::close_interval(MonoClock::time_point now) {
   }
   last_close_ = now;
   return rec;
+}
+
+void Aggregator::reuse(IntervalRecord&& done) {
+  spare_ = std::move(done.values);
+  spare_.clear();
 }
 
 SummaryRecord Aggregator::summary(MonoClock::time_point now) const {

@@ -76,11 +76,15 @@ class Aggregator {
   [[nodiscard]] SummaryRecord summary(MonoClock::time_point now) const;
   // Series held (each with its labels): bounded by what the sources still report.
   [[nodiscard]] size_t series_count() const { return series_.size(); }
+  // An interval's record the sinks are done with: its values' storage serves the next interval
+  // (ten thousand values are not asked of malloc again each interval).
+  void reuse(IntervalRecord&& done);
 
  private:
   struct Series {
     const MetricDesc* desc;
     Labels labels;
+    size_t slot = 0;  // its descriptor's index in descs_
     double first = 0, last = 0, at_close = 0;  // counters: values at first sight, now, last close
     double run_min = 0, run_max = 0, iv_min = 0, iv_max = 0;
     bool iv_seen = false;
@@ -113,6 +117,10 @@ class Aggregator {
   [[nodiscard]] std::vector<RatioValue> derive_ratios(Delta delta) const;
 
   std::vector<Series> series_;
+  // Each descriptor seen, once: what is decided per descriptor (passed_on) is indexed by slot.
+  std::vector<const MetricDesc*> descs_;
+  std::unordered_map<const MetricDesc*, size_t> slot_of_;
+  std::vector<IntervalValue> spare_;  // reuse()
   std::unordered_multimap<size_t, size_t> index_;  // hash_of -> index in series_
   size_t next_ = 0;                                // the series after the one last found
   std::vector<RatioRule> ratios_;

@@ -4,7 +4,10 @@
 // Everything derived (deltas, rates, min/max, ratios) is computed by the Aggregator; sinks format.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -104,8 +107,31 @@ constexpr MetricDesc denominator_only(MetricDesc d) {
   return d;
 }
 
-// Label pairs in a fixed order chosen by the source (e.g. cpu, then mode).
-using Labels = std::vector<std::pair<std::string, std::string>>;
+// Label pairs in a fixed order chosen by the source (e.g. cpu, then mode). Immutable once made,
+// and shared: a copy is a reference, not the strings again. A source that reports the same
+// series every interval (a thousand cgroups' eleven each) keeps its Labels and hands out copies:
+// no allocation per sample, and the aggregator knows its series again by address before it
+// compares strings.
+class Labels {
+ public:
+  using value_type = std::pair<std::string, std::string>;
+  using const_iterator = std::vector<value_type>::const_iterator;
+  Labels() = default;
+  Labels(std::initializer_list<value_type> pairs) : Labels(std::vector<value_type>(pairs)) {}
+  explicit Labels(std::vector<value_type> pairs)
+      : pairs_(pairs.empty() ? nullptr : std::make_shared<const std::vector<value_type>>(std::move(pairs))) {}
+  [[nodiscard]] const_iterator begin() const { return pairs_ ? pairs_->begin() : const_iterator{}; }
+  [[nodiscard]] const_iterator end() const { return pairs_ ? pairs_->end() : const_iterator{}; }
+  [[nodiscard]] size_t size() const { return pairs_ ? pairs_->size() : 0; }
+  [[nodiscard]] bool empty() const { return size() == 0; }
+  [[nodiscard]] const value_type& operator[](size_t i) const { return (*pairs_)[i]; }
+  friend bool operator==(const Labels& a, const Labels& b) {
+    return a.pairs_ == b.pairs_ || std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  std::shared_ptr<const std::vector<value_type>> pairs_;
+};
 
 struct Sample {
   const MetricDesc* desc = nullptr;

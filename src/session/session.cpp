@@ -264,6 +264,7 @@ class Session {
     last_close_ = MonoClock::now();
     for (auto& src : sources_) src->annotate(rec);
     sink_->interval(rec);
+    agg_.reuse(std::move(rec));
     check_output();
   }
 

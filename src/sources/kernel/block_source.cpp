@@ -66,7 +66,7 @@ void block_text(TextBlock& b) {
   for (const Shown* r : devices) disks += label_of(*r, "device") != kAllLabel ? 1 : 0;
   for (const Shown* req : devices) {
     std::string dev(label_of(*req, "device"));
-    std::vector<std::pair<std::string, std::string>> want = {{"device", dev}};
+    Labels want{{"device", dev}};
     const Shown* rd = b.take(kBioBytes, {{"device", dev}, {"op", "read"}});
     const Shown* wr = b.take(kBioBytes, {{"device", dev}, {"op", "write"}});
     const Shown* rbios = b.take(kBios, {{"device", dev}, {"op", "read"}});

@@ -68,8 +68,8 @@ TopInterval TopModel::read(const TopReading& in) {
   deaths(p);
   processes(p);
   p.by_path.reserve(p.cgroups.size());
-  for (auto& [path, c] : p.cgroups) p.by_path.emplace_back(&path, &c);
-  std::sort(p.by_path.begin(), p.by_path.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
+  for (auto& [path, c] : p.cgroups) p.by_path.emplace_back(path, &c);
+  std::sort(p.by_path.begin(), p.by_path.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   forget_absent();
   runq_latency(p);
   export_series(p);
@@ -164,12 +164,12 @@ const std::optional<std::string>& TopModel::cut_path_of(uint64_t id) {
   return it->second;
 }
 
-TopCgroup& TopModel::cgroup_row(Pass& p, uint64_t id, const std::string& path) {
+TopCgroup& TopModel::cgroup_row(Pass& p, uint64_t id, std::string_view path) {
   auto [it, fresh] = p.cgroups.try_emplace(path);
   TopCgroup& c = it->second.row;
   if (fresh) {
     c.path = path;
-    c.with_descendants = cgroup_depth_of(path) >= opts_.cgroup_depth;
+    c.with_descendants = cgroup_depth_of(c.path) >= opts_.cgroup_depth;
   }
   auto& ids = it->second.ids;
   if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
@@ -307,11 +307,14 @@ void TopModel::runq_latency(Pass& p) {
     slotted.insert(r.cgroup_id);
     auto [last, fresh] = runq_ids_.try_emplace(r.cgroup_id);
     Runq& was = last->second;
-    Runq& d = p.runq[*path];
-    d.count += up(r.count, was.count);
-    d.ns += up(r.ns, was.ns);
-    d.hist.resize(std::max(d.hist.size(), r.hist.size()));
-    for (size_t b = 0; b < r.hist.size(); ++b) d.hist[b] += up(r.hist[b], b < was.hist.size() ? was.hist[b] : 0);
+    if (auto row = p.cgroups.find(*path); row != p.cgroups.end()) {  // else no process of it: no row
+      row->second.runq_seen = true;
+      Runq& d = row->second.runq;
+      d.count += up(r.count, was.count);
+      d.ns += up(r.ns, was.ns);
+      d.hist.resize(std::max(d.hist.size(), r.hist.size()));
+      for (size_t b = 0; b < r.hist.size(); ++b) d.hist[b] += up(r.hist[b], b < was.hist.size() ? was.hist[b] : 0);
+    }
     was.count = r.count;
     was.ns = r.ns;
     was.hist.assign(r.hist.begin(), r.hist.end());
@@ -324,10 +327,9 @@ void TopModel::runq_latency(Pass& p) {
     const auto& ids = acc.ids;
     c.runq_read =
         p.in.all_slotted || std::all_of(ids.begin(), ids.end(), [&](uint64_t id) { return slotted.count(id) != 0; });
-    auto it = p.runq.find(path);
-    if (!c.runq_read || it == p.runq.end()) continue;
-    double p50 = log2_quantile(it->second.hist, 0.5, opts_.hist_base);
-    double p99 = log2_quantile(it->second.hist, 0.99, opts_.hist_base);
+    if (!c.runq_read || !acc.runq_seen) continue;
+    double p50 = log2_quantile(acc.runq.hist, 0.5, opts_.hist_base);
+    double p99 = log2_quantile(acc.runq.hist, 0.99, opts_.hist_base);
     if (!std::isnan(p50)) c.runq_p50_s = p50;
     if (!std::isnan(p99)) c.runq_p99_s = p99;
   }
@@ -336,53 +338,71 @@ void TopModel::runq_latency(Pass& p) {
 // Per cgroup and per group, each bounded by max_series (the busiest first), the running totals.
 void TopModel::export_series(Pass& p) {
   struct Row {
-    bool cgroup;
     const std::string* raw;
     const TopFigures* f;
-    const TopCgroup* c;  // a cgroup row's
+    const Pass::Cgroup* c;  // a cgroup row's
+    size_t at;              // its place in name order
   };
-  std::vector<Row> kept;
   for (bool cgroup : {true, false}) {
+    // In name order (rows by path, groups by name): the order the series go out in.
     std::vector<Row> list;
     if (cgroup) {
-      for (const auto& [path, c] : p.by_path) list.push_back({true, path, &c->row.f, &c->row});
+      for (const auto& [path, c] : p.by_path) list.push_back({&c->row.path, &c->row.f, c, list.size()});
     } else {
-      for (const auto& [name, f] : p.groups) list.push_back({false, &name, &f, nullptr});
+      for (const auto& [name, f] : p.groups) list.push_back({&name, &f, nullptr, list.size()});
     }
-    std::stable_sort(list.begin(), list.end(),
-                     [&](const Row& a, const Row& b) { return a.f->key(opts_.sort) > b.f->key(opts_.sort); });
     if (static_cast<int>(list.size()) > opts_.max_series) {
+      std::stable_sort(list.begin(), list.end(),
+                       [&](const Row& a, const Row& b) { return a.f->key(opts_.sort) > b.f->key(opts_.sort); });
       dropped_ += list.size() - static_cast<size_t>(opts_.max_series);
       list.resize(static_cast<size_t>(opts_.max_series));
+      std::sort(list.begin(), list.end(), [](const Row& a, const Row& b) { return a.at < b.at; });
     }
-    kept.insert(kept.end(), list.begin(), list.end());
-  }
-  // A label value is the name made valid UTF-8 without control characters (clean_utf8): names
-  // that differ only in such bytes are one series, the sum of their rows.
-  struct Exported {
-    TopFigures f;
-    int procs = 0;
-    bool timed = false;
-    Runq runq;
-  };
-  std::map<std::string, Exported> out[2];  // [cgroup]
-  for (const Row& r : kept) {
-    Exported& e = out[r.cgroup][clean_utf8(*r.raw)];
-    e.f.add(*r.f);
-    e.procs += r.cgroup ? r.c->processes : p.group_procs[*r.raw];
-    if (!r.cgroup || !r.c->runq_read) continue;
-    auto iv = p.runq.find(*r.raw);
-    if (iv == p.runq.end()) continue;
-    e.timed = true;
-    e.runq.add(iv->second);
-  }
-  for (bool cgroup : {true, false}) {
+    // A label value is the name made valid UTF-8 without control characters (clean_utf8): names
+    // that differ only in such bytes are one series, the sum of their rows. Each name is made
+    // clean once while its row is exported, and finds its running totals without a lookup.
     auto& totals = kept_[cgroup];
-    for (const auto& [name, e] : out[cgroup]) {
-      Kept& k = totals[name];
+    auto& names = named_[cgroup];
+    struct Exported {
+      KeptRow* kept;
+      TopFigures f;
+      int procs = 0;
+      bool timed = false;
+      Runq runq;
+    };
+    std::vector<Exported> out;
+    out.reserve(list.size());
+    for (const Row& r : list) {
+      auto [it, fresh] = names.try_emplace(*r.raw);
+      Named& n = it->second;
+      if (fresh) n.kept = &*totals.try_emplace(clean_utf8(*r.raw)).first;
+      n.pass = passes_;
+      out.push_back({n.kept, *r.f, cgroup ? r.c->row.processes : p.group_procs[*r.raw]});
+      Exported& e = out.back();
+      if (cgroup && r.c->row.runq_read && r.c->runq_seen) {
+        e.timed = true;
+        e.runq = r.c->runq;
+      }
+    }
+    // Clean names keep the rows' order unless a name had bytes replaced; rows of one name merge.
+    auto by_name = [](const Exported& a, const Exported& b) { return a.kept->first < b.kept->first; };
+    if (!std::is_sorted(out.begin(), out.end(), by_name)) std::stable_sort(out.begin(), out.end(), by_name);
+    for (size_t i = 0; i < out.size();) {
+      Exported e = std::move(out[i]);
+      for (++i; i < out.size() && out[i].kept == e.kept; ++i) {
+        e.f.add(out[i].f);
+        e.procs += out[i].procs;
+        if (out[i].timed) {
+          e.timed = true;
+          e.runq.add(out[i].runq);
+        }
+      }
+      const std::string& name = e.kept->first;
+      Kept& k = e.kept->second;
+      if (k.labels.empty()) k.labels = Labels{{cgroup ? "cgroup" : "group", name}};
       k.total.add(e.f);
       k.pass = passes_;
-      TopSeries s{cgroup, name, k.total, e.procs, e.f.rss_bytes};
+      TopSeries s{cgroup, name, k.labels, k.total, e.procs, e.f.rss_bytes};
       // The row's run-queue histogram: a running sum of its intervals, as its other counters;
       // a row not timed in an interval starts it again.
       if (!e.timed) {
@@ -399,7 +419,9 @@ void TopModel::export_series(Pass& p) {
     // A row not exported this interval (its cgroup removed, its processes gone or renamed, or
     // over --max-series) is forgotten: what is kept is bounded by what is alive. Its last
     // interval went out with the reading before; should it come back, its series start again
-    // from zero (a counter reset, which Prometheus's rate() expects).
+    // from zero (a counter reset, which Prometheus's rate() expects). (A name kept is exported,
+    // so is the row its Named points at: no pointer outlives its row.)
+    std::erase_if(names, [&](const auto& kv) { return kv.second.pass != passes_; });
     std::erase_if(totals, [&](const auto& kv) { return kv.second.pass != passes_; });
   }
   p.out.dropped = dropped_;

@@ -14,10 +14,12 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/metric.h"
 #include "core/task_figures.h"
 #include "core/top.h"
 
@@ -55,6 +57,7 @@ struct TopReading {
 struct TopSeries {
   bool cgroup = true;  // else a process group
   std::string name;    // label value: clean UTF-8 (names that differ only in other bytes are one)
+  Labels labels;       // {cgroup or group: name}, the same object from interval to interval
   TaskFigures total;   // running sums of its intervals' figures
   int processes = 0;   // live at the reading
   std::optional<double> rss_bytes;
@@ -128,7 +131,7 @@ class TopModel {
   // asked of malloc and freed again every interval).
   struct Pass {
     Pass(const TopReading& reading, std::pmr::memory_resource* pool)
-        : in(reading), live(pool), ended(pool), row_of_id(pool), moved(pool) {}
+        : in(reading), live(pool), ended(pool), cgroups(pool), row_of_id(pool), moved(pool) {}
     const TopReading& in;
     std::pmr::map<ProcessKey, Live> live;
     std::vector<ProcessKey> thread_process;  // each thread row's process
@@ -137,15 +140,18 @@ class TopModel {
     struct Cgroup {
       TopCgroup row;
       std::vector<uint64_t> ids;  // the cgroups whose processes the row holds (a few at most)
+      Runq runq;                  // the interval's run-queue waits of those cgroups
+      bool runq_seen = false;     // any of them has its waits kept by the kernel
     };
-    std::unordered_map<std::string, Cgroup> cgroups;
-    std::vector<std::pair<const std::string*, Cgroup*>> by_path;  // the rows in path order, once made
+    // By path: a view of the model's cut_paths_ (named once while the names stand, and not
+    // forgotten within a reading), so a reading copies no path to find a row.
+    std::pmr::unordered_map<std::string_view, Cgroup> cgroups;
+    std::vector<std::pair<std::string_view, Cgroup*>> by_path;  // the rows in path order, once made
     // Per cgroup id, its row once it has one.
     std::pmr::unordered_map<uint64_t, TopCgroup*> row_of_id;
     std::map<std::string, TopFigures> groups;
     std::map<std::string, int> group_procs;
     std::pmr::map<ProcessKey, std::vector<const pm_move*>> moved;
-    std::map<std::string, Runq> runq;  // per row, the interval's
     TopInterval out;
   };
 
@@ -155,7 +161,7 @@ class TopModel {
   TopProcess* add_row(Pass& p, const ProcessKey& pk, Process& proc, const TaskFigures& now, bool gone);
   double credit_moves(Pass& p, const ProcessKey& pk, uint64_t from, double last_cpu, double now_cpu,
                       const TopFigures& f);
-  TopCgroup& cgroup_row(Pass& p, uint64_t id, const std::string& path);
+  TopCgroup& cgroup_row(Pass& p, uint64_t id, std::string_view path);
   TopCgroup* cgroup_row(Pass& p, uint64_t id);  // nullptr: the cgroup is gone
   const std::optional<std::string>& cut_path_of(uint64_t id);
   void forget_absent();
@@ -182,11 +188,19 @@ class TopModel {
   // An exported row's running totals (and its run-queue histogram's, when timed), by label
   // value; `pass`: the last reading that exported it.
   struct Kept {
+    Labels labels;  // made once per row, shared by its samples
     TaskFigures total;
     Runq runq;
     uint64_t pass = 0;
   };
   std::unordered_map<std::string, Kept> kept_[2];  // [cgroup]: process groups, cgroups
+  using KeptRow = std::pair<const std::string, Kept>;
+  // Per row name as the kernel or a process gave it: its exported name's running totals.
+  struct Named {
+    KeptRow* kept = nullptr;
+    uint64_t pass = 0;
+  };
+  std::unordered_map<std::string, Named> named_[2];
   uint64_t last_read_ns_ = 0, read_ns_before_ = 0;
   uint64_t dropped_ = 0;
 };

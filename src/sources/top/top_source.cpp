@@ -315,7 +315,7 @@ void TopSource::add_details(TopRecord& rec) {
 // Per cgroup row and per process group, the running totals as metrics.
 void TopSource::append_series(const TopInterval& iv, Samples& out) const {
   for (const TopSeries& e : iv.series) {
-    Labels l{{e.cgroup ? "cgroup" : "group", e.name}};
+    const Labels& l = e.labels;
     auto add = [&](const MetricDesc& c, const MetricDesc& g, double v) { out.push_back({e.cgroup ? &c : &g, l, v}); };
     const TaskFigures& t = e.total;
     add(kCgroupUser, kGroupUser, t.user_s());
