@@ -60,6 +60,7 @@ Aggregator::Series& Aggregator::series_for(const Sample& s) {
     return series_[at];
   }
   next_ = series_.size() + 1;
+  ++shape_;
   index_.emplace(hash, series_.size());
   Series n{s.desc, s.labels};
   auto [slot, fresh] = slot_of_.try_emplace(s.desc, descs_.size());
@@ -78,7 +79,10 @@ void Aggregator::observe_baseline(const Samples& samples, MonoClock::time_point 
   for (const Sample& s : samples) {
     bool is_new = find(s.desc, s.labels, hash_of(s.desc, s.labels)) == kNone;
     Series& ser = series_for(s);
-    if (is_new && s.desc->kind == MetricKind::kGauge) ser.observed = false;
+    if (is_new && s.desc->kind == MetricKind::kGauge) {
+      ser.observed = false;
+      ++shape_;
+    }
     if (is_new && s.desc->transient) ser.in_run = false;
   }
 }
@@ -99,6 +103,7 @@ void Aggregator::observe(const Samples& samples, MonoClock::time_point now) {
     if (std::isnan(s.value)) continue;  // only a peak: the gauge was not read
     ser.in_run = true;
     if (!ser.observed) {
+      ++shape_;
       ser.observed = true;
       ser.first = ser.last = ser.run_min = ser.run_max = s.value;
     }
@@ -141,6 +146,7 @@ std::vector<uint64_t> bucket_delta(const std::vector<uint64_t>& now, const std::
 }  // namespace
 
 std::vector<bool> Aggregator::passed_on() const {
+  if (passed_for_ == shape_) return passed_;
   // One quantity, one name: of the sources that measure it, the highest rank observed fills it.
   // Worked out per descriptor (a few hundred), then looked up per series by its descriptor's
   // slot (a thousand cgroups' series share a dozen descriptors).
@@ -161,19 +167,36 @@ std::vector<bool> Aggregator::passed_on() const {
   }
   std::vector<bool> out(series_.size());
   for (size_t i = 0; i < series_.size(); ++i) out[i] = passes[series_[i].slot] != 0;
+  passed_ = out;
+  passed_for_ = shape_;
   return out;
 }
 
 template <typename Delta>
 std::vector<Aggregator::RatioValue> Aggregator::derive_ratios(Delta delta) const {
   std::vector<RatioValue> out;
+  if (ratios_.empty()) return out;
+  // The series of each descriptor a rule names, found in one pass (not one pass per rule and
+  // numerator over every series: a thousand cgroups' series are none of them).
+  std::unordered_map<const MetricDesc*, std::vector<const Series*>> of;
   for (const RatioRule& rule : ratios_) {
-    for (const Series& num : series_) {
-      if (num.desc != rule.numerator) continue;
-      for (const Series& den : series_) {
-        if (den.desc != rule.denominator || !labels_subset(den.labels, num.labels)) continue;
-        double d = delta(den);
-        if (d > 0) out.push_back({rule.out, &num, rule.scale * delta(num) / d});
+    of.try_emplace(rule.numerator);
+    of.try_emplace(rule.denominator);
+  }
+  std::vector<std::vector<const Series*>*> by_slot(descs_.size(), nullptr);
+  for (size_t i = 0; i < descs_.size(); ++i) {
+    if (auto it = of.find(descs_[i]); it != of.end()) by_slot[i] = &it->second;
+  }
+  for (const Series& s : series_) {
+    if (by_slot[s.slot] != nullptr) by_slot[s.slot]->push_back(&s);
+  }
+  for (const RatioRule& rule : ratios_) {
+    const auto& dens = of[rule.denominator];
+    for (const Series* num : of[rule.numerator]) {
+      for (const Series* den : dens) {
+        if (!labels_subset(den->labels, num->labels)) continue;
+        double d = delta(*den);
+        if (d > 0) out.push_back({rule.out, num, rule.scale * delta(*num) / d});
         break;
       }
     }
@@ -185,6 +208,7 @@ void Aggregator::forget_gone() {
   auto gone = [](const Series& s) { return s.desc->transient && !s.iv_seen; };
   if (std::none_of(series_.begin(), series_.end(), gone)) return;
   series_.erase(std::remove_if(series_.begin(), series_.end(), gone), series_.end());
+  ++shape_;
   index_.clear();
   for (size_t i = 0; i < series_.size(); ++i) index_.emplace(hash_of(series_[i].desc, series_[i].labels), i);
 }

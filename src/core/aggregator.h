@@ -121,6 +121,11 @@ class Aggregator {
   std::vector<const MetricDesc*> descs_;
   std::unordered_map<const MetricDesc*, size_t> slot_of_;
   std::vector<IntervalValue> spare_;  // reuse()
+  // Which series pass on depends on the series held and which were observed: worked out again
+  // only when those change (shape_ counts the changes).
+  uint64_t shape_ = 1;
+  mutable uint64_t passed_for_ = 0;
+  mutable std::vector<bool> passed_;
   std::unordered_multimap<size_t, size_t> index_;  // hash_of -> index in series_
   size_t next_ = 0;                                // the series after the one last found
   std::vector<RatioRule> ratios_;
