@@ -2,15 +2,17 @@
 # SPDX-License-Identifier: Apache-2.0
 # What many cgroups cost the live monitor: N cgroups in the v2 hierarchy, one sleeping process
 # each, and perf-monitor's live mode (1 s, top lists on, as by default) beside `--top 0` (the
-# lists off) over the same seconds. Prints each one's CPU share in its steady state (schedstat),
-# the cost per cgroup per second, the whole run's share with start-up (rusage), and the opens and
-# reads per interval (strace -c, a run of its own).
+# lists off), in interleaved rounds of the same length. Prints each one's CPU share in its steady
+# state (schedstat): the median of the rounds, and their range (how much a shared host moves
+# it); the cost per cgroup per second; the whole run's share with start-up (rusage); and the
+# opens and reads per interval (strace -c, a run of its own).
 # Goal (issue 26): <= 0.5 % of a CPU with 1,000 cgroups.
-#   bench/cgroup_cost.sh [BUILD_DIR] [CGROUPS] [SECONDS]     as root
+#   bench/cgroup_cost.sh [BUILD_DIR] [CGROUPS] [SECONDS] [ROUNDS]     as root
 set -euo pipefail
 build=${1:-build}
 n=${2:-1000}
 secs=${3:-20}
+rounds=${4:-3}
 pm=$(realpath "$build/perf-monitor")
 [ "$(id -u)" -eq 0 ] || { echo "cgroup_cost: run as root (it makes cgroups)" >&2; exit 1; }
 mount=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
@@ -54,12 +56,23 @@ r = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(r.ru_utime + r.ru_stime)' "$@"
 }
 share() { awk -v t="$1" -v s="$2" 'BEGIN { printf "%.3f", 100 * t / s }'; }
-on=$(steady)
-off=$(steady --top 0)
+ons=() offs=()
+for _ in $(seq 1 "$rounds"); do
+  ons+=("$(steady)")
+  offs+=("$(steady --top 0)")
+done
+# The median of the rounds, then "(min-max)".
+median_range() {
+  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    printf "%.3f (rounds %.3f-%.3f)", m, v[1], v[NR] }'
+}
+on=$(median_range "${ons[@]}" | cut -d' ' -f1)
+off=$(median_range "${offs[@]}" | cut -d' ' -f1)
 whole=$(cpu_of "$pm" -q --interval 1s --duration "$((secs + warm))s")
-echo "cgroup_cost: $n cgroups, one sleeping process each, live mode at 1 s, steady state over $secs s"
-echo "  top lists on (default): $on % of one CPU   (goal: <= 0.5 %)"
-echo "  --top 0:                $off % of one CPU"
+echo "cgroup_cost: $n cgroups, one sleeping process each, live mode at 1 s, steady state over $secs s, median of $rounds interleaved rounds"
+echo "  top lists on (default): $(median_range "${ons[@]}") % of one CPU   (goal: <= 0.5 %)"
+echo "  --top 0:                $(median_range "${offs[@]}") % of one CPU"
 awk -v on="$on" -v off="$off" -v n="$n" \
   'BEGIN { printf "  per cgroup per second:  %.2f us (the lists on less off)\n", 1e4 * (on - off) / n }'
 echo "  whole run of $((secs + warm)) s, start-up included, lists on: $(share "$whole" $((secs + warm))) % of one CPU"
@@ -72,5 +85,4 @@ if command -v strace >/dev/null; then
     awk -v c="$call" -v f="$sum.3" '$NF == c { if (FILENAME == f) a = $4; else b = $4 } END { printf "  %-8s %8.0f per interval\n", c, (b - a) / 5 }' "$sum.3" "$sum.8"
   done
   rm -f "$sum" "$sum.3" "$sum.8"
-  rm -f "$sum"
 fi

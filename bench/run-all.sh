@@ -38,7 +38,7 @@ echo "== start-up: run -- true and list beside perf stat and bpftrace"
 
 echo
 echo "== live mode with 1,000 cgroups, one process each, beside --top 0"
-"$(dirname "$0")/cgroup_cost.sh" "$build" 1000 20
+"$(dirname "$0")/cgroup_cost.sh" "$build" 1000 10 5
 
 # bench/first_run.sh (make run on a bare Debian 12 chroot, about 2 minutes, needs the Debian
 # mirror) and bench/name_soak.sh (30 minutes) are run on their own.

@@ -165,7 +165,7 @@ const std::optional<std::string>& TopModel::cut_path_of(uint64_t id) {
 }
 
 TopCgroup& TopModel::cgroup_row(Pass& p, uint64_t id, std::string_view path) {
-  auto [it, fresh] = p.cgroups.try_emplace(path);
+  auto [it, fresh] = p.cgroups.try_emplace(path, Pass::Cgroup{{}, std::pmr::vector<uint64_t>(&pool_)});
   TopCgroup& c = it->second.row;
   if (fresh) {
     c.path = path;

@@ -56,8 +56,9 @@ struct TopReading {
 // A cgroup or group row's exported running totals.
 struct TopSeries {
   bool cgroup = true;  // else a process group
-  std::string name;    // label value: clean UTF-8 (names that differ only in other bytes are one)
-  Labels labels;       // {cgroup or group: name}, the same object from interval to interval
+  std::string_view name;  // label value: clean UTF-8 (names that differ only in other bytes are
+                          // one); the model's, valid until its next reading
+  Labels labels;          // {cgroup or group: name}, the same object from interval to interval
   TaskFigures total;   // running sums of its intervals' figures
   int processes = 0;   // live at the reading
   std::optional<double> rss_bytes;
@@ -139,7 +140,7 @@ class TopModel {
     uint64_t never_counted_after = 0;
     struct Cgroup {
       TopCgroup row;
-      std::vector<uint64_t> ids;  // the cgroups whose processes the row holds (a few at most)
+      std::pmr::vector<uint64_t> ids;  // the cgroups whose processes the row holds (a few at most)
       Runq runq;                  // the interval's run-queue waits of those cgroups
       bool runq_seen = false;     // any of them has its waits kept by the kernel
     };
