@@ -272,18 +272,36 @@ bool SchedObject::read_cgroup_runq(std::vector<CgroupRunq>& out) const {
   const Impl& m = *impl_;
   __u32 handed = m.skel->bss->next_slot;  // slots asked for so far, also those refused
   __u32 slots = std::min<__u32>(handed, PM_MAX_CGROUP_SLOTS);
-  std::vector<pm_cgroup_runq> per_cpu(static_cast<size_t>(libbpf_num_possible_cpus()));
+  if (slots == 0) return true;
+  auto cpus = static_cast<size_t>(libbpf_num_possible_cpus());
+  int ids_fd = bpf_map__fd(m.skel->maps.slot_cgroups), runq_fd = bpf_map__fd(m.skel->maps.cgroup_runq);
+  static_assert(sizeof(pm_cgroup_runq) % 8 == 0, "a per-CPU value is laid out at its size");
+  // Slots 0..slots, each map in one call (a thousand cgroups: two system calls, not two
+  // thousand); a kernel without batch lookups is asked slot by slot.
+  std::vector<__u32> keys(slots + 1);
+  std::vector<__u64> ids(slots + 1);
+  std::vector<pm_cgroup_runq> values((slots + 1) * cpus);
+  auto batch = [&](int fd, void* vals) {
+    __u32 count = slots + 1, next = 0;
+    LIBBPF_OPTS(bpf_map_batch_opts, opts);
+    int err = bpf_map_lookup_batch(fd, nullptr, &next, keys.data(), vals, &count, &opts);
+    return (err == 0 || errno == ENOENT) && count == slots + 1;
+  };
+  bool batched = batch(ids_fd, ids.data()) && batch(runq_fd, values.data());
   for (__u32 slot = 1; slot <= slots; ++slot) {
-    __u64 id = 0;
-    if (bpf_map_lookup_elem(bpf_map__fd(m.skel->maps.slot_cgroups), &slot, &id) != 0 || id == 0) continue;
-    if (bpf_map_lookup_elem(bpf_map__fd(m.skel->maps.cgroup_runq), &slot, per_cpu.data()) != 0) continue;
+    pm_cgroup_runq* per_cpu = &values[slot * cpus];
+    if (!batched) {
+      if (bpf_map_lookup_elem(ids_fd, &slot, &ids[slot]) != 0) continue;
+      if (ids[slot] != 0 && bpf_map_lookup_elem(runq_fd, &slot, per_cpu) != 0) continue;
+    }
+    if (ids[slot] == 0) continue;  // asked for, not yet given its cgroup
     CgroupRunq r;
-    r.cgroup_id = id;
+    r.cgroup_id = ids[slot];
     r.hist.assign(PM_RUNQ_BUCKETS, 0);
-    for (const pm_cgroup_runq& c : per_cpu) {
-      r.count += c.count;
-      r.ns += c.ns;
-      for (size_t b = 0; b < PM_RUNQ_BUCKETS; ++b) r.hist[b] += c.hist[b];
+    for (size_t c = 0; c < cpus; ++c) {
+      r.count += per_cpu[c].count;
+      r.ns += per_cpu[c].ns;
+      for (size_t b = 0; b < PM_RUNQ_BUCKETS; ++b) r.hist[b] += per_cpu[c].hist[b];
     }
     out.push_back(std::move(r));
   }
