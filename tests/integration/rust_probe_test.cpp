@@ -3,7 +3,9 @@
 // (tests/workloads/hcrust.rs) built here with rustc in both manglings, and C++ as g++ -O2 emits
 // it (tests/workloads/clones.cpp: a .cold fragment, a template, clones). The truths: rustfilt's
 // and c++filt's demangling of every symbol, and the programs' own counts and clocks.
+#include <fcntl.h>
 #include <glob.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/fd.h"
 #include "integration/harness.h"
 #include "sources/probes/symbols.h"
 
@@ -71,6 +74,11 @@ struct RustBuild {
 const RustBuild& rust_build() {
   static const RustBuild b = [] {
     RustBuild r;
+    // Test processes run side by side (ctest -j): one builds, the others wait for it and use
+    // its files. Two building at once each renamed its own over the other's, and a test whose
+    // probes were attached to the file it renamed ran the other's (its probes never fired).
+    UniqueFd lock(::open((scratch_dir() + "/hcrust.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (lock) ::flock(lock.get(), LOCK_EX);
     r.rustc = tool("rustc", "rustc", "/root/.cargo/bin/rustc");
     if (r.rustc.empty()) {
       r.error = "no rustc, and apt-get install rustc failed";
