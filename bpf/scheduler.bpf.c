@@ -634,6 +634,31 @@ int BPF_PROG(tree_cgroup_attach, struct cgroup *dst, const char *path, struct ta
   return 0;
 }
 
+// A task's cgroup and its parent's tgid as a pass of the top lists last read them. Reading them
+// takes four dependent loads (css_set, cgroup, kernfs node; the parent's task) that miss the
+// cache a second after the last pass: with a thousand cgroups, half of the pass's time. A slot
+// (indexed by the pid's low bits, as the run-queue stamps) names its task by pid and start time;
+// it holds while no task has changed cgroup since (cgroup_moves, bumped by the attach hook once
+// a move is done: the only way a live task's v2 cgroup changes) and its parent is the same task
+// (reparenting sets a parent that was alive beside the old one, so never at the old one's
+// address). Another task's slot, a move anywhere, a new parent: read again.
+struct pm_task_names {
+  __u64 start_ns;
+  __u64 cgroup_id;
+  __u64 moves;   // cgroup_moves when read
+  __u64 parent;  // the parent's address: compared, never given out
+  __u32 pid;
+  __u32 ppid;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, PM_RUNQ_STAMP_SLOTS);  // 1 where the raw_tp programs load (user space)
+  __type(key, __u32);
+  __type(value, struct pm_task_names);
+} top_names SEC(".maps");
+
+__u64 cgroup_moves = 0;
+
 // Every live task, for the top lists (track_all). Blocked time needs the task's wakeups to be
 // exact while it is runnable (tree members have them); here a runnable task says so, and user
 // space keeps its blocked time from when it last slept.
@@ -647,8 +672,26 @@ int top_tasks(struct bpf_iter__task *ctx) {
   struct pm_task rec = {};
   rec.pid = t->pid;
   rec.tgid = t->tgid;
-  rec.ppid = t->real_parent->tgid;
   rec.start_ns = t->start_time;
+  __u64 moves = cgroup_moves;  // before the cgroup is read: a move after this one is the next pass's
+  __u64 parent = (__u64)t->real_parent;
+  __u32 slot = rec.pid & (PM_RUNQ_STAMP_SLOTS - 1);
+  struct pm_task_names *n = bpf_map_lookup_elem(&top_names, &slot);
+  if (n && n->pid == rec.pid && n->start_ns == rec.start_ns && n->moves == moves && n->parent == parent) {
+    rec.ppid = n->ppid;
+    rec.cgroup_id = n->cgroup_id;
+  } else {
+    rec.ppid = t->real_parent->tgid;
+    rec.cgroup_id = t->cgroups->dfl_cgrp->kn->id;
+    if (n) {
+      n->pid = rec.pid;
+      n->start_ns = rec.start_ns;
+      n->moves = moves;
+      n->parent = parent;
+      n->ppid = rec.ppid;
+      n->cgroup_id = rec.cgroup_id;
+    }
+  }
   struct pm_member none = {};
   task_figures(t, &none, bpf_ktime_get_ns(), false, rec.fig);
   if (t->on_rq) rec.flags |= PM_TASK_RUNNABLE;
@@ -661,7 +704,6 @@ int top_tasks(struct bpf_iter__task *ctx) {
     rec.vm_pages = mm->total_vm;
     rec.peak_rss_pages = mm->hiwater_rss;
   }
-  rec.cgroup_id = t->cgroups->dfl_cgrp->kn->id;
   rec.leader_start_ns = t->group_leader->start_time;
   __builtin_memcpy(rec.comm, t->comm, sizeof rec.comm);
   bpf_seq_write(ctx->meta->seq, &rec, sizeof rec);
@@ -685,6 +727,7 @@ extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
 SEC("tp_btf/cgroup_attach_task")
 int BPF_PROG(top_cgroup_attach, struct cgroup *dst, const char *path, struct task_struct *task, bool threadgroup) {
   if (!track_all || dst->root->hierarchy_id != 0) return 0;
+  __sync_fetch_and_add(&cgroup_moves, 1);
   struct pm_move m = {};
   m.tgid = task->tgid;
   m.leader_start_ns = task->group_leader->start_time;

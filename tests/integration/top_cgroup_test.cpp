@@ -2,7 +2,9 @@
 // Cgroup rows against the kernel's own cpu.stat when things move: a process moved between two
 // cgroups within intervals has its CPU credited to the cgroup it ran in, and busy cgroups removed
 // one after another each keep their last interval.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -159,6 +162,76 @@ TEST_F(TopCgroupTest, RemovedBusyCgroupsKeepTheirLastInterval) {
     EXPECT_GT(t, 0.0) << path;
     EXPECT_NEAR(shown[path], t, 0.05 * t + 0.005) << path;
   }
+}
+
+TEST_F(TopCgroupTest, ASleepingProcessMovedOrReparentedShowsItsNewCgroupAndParent) {
+  // A process that never runs (it waits on a pipe) is moved to another cgroup and its parent
+  // exits (it goes to this test, a subreaper): its rows follow both, as /proc says, though
+  // nothing about it changed but those two.
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  std::string dest = make_cgroup("sleeper");
+  int hold[2], told[2], gone[2];
+  ASSERT_EQ(::pipe2(hold, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(told, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(gone, O_CLOEXEC), 0);
+  pid_t parent = ::fork();
+  if (parent == 0) {
+    ::close(hold[1]);
+    ::close(told[0]);
+    ::close(gone[1]);
+    pid_t sleeper = ::fork();
+    if (sleeper == 0) {
+      ::close(told[1]);
+      ::close(gone[0]);
+      char c;
+      while (::read(hold[0], &c, 1) != 0) {
+      }
+      ::_exit(0);
+    }
+    ::close(hold[0]);
+    (void)!::write(told[1], &sleeper, sizeof sleeper);
+    char c;
+    while (::read(gone[0], &c, 1) != 0) {
+    }
+    ::_exit(0);
+  }
+  ::close(hold[0]);
+  ::close(told[1]);
+  ::close(gone[0]);
+  pid_t sleeper = 0;
+  ASSERT_EQ(::read(told[0], &sleeper, sizeof sleeper), static_cast<ssize_t>(sizeof sleeper));
+  RunningPm pm({"--interval", "250ms", "--format", "json", "--cgroup-depth", "1", "--top", "100000"});
+  ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
+  std::this_thread::sleep_for(milliseconds(800));  // rows with the first parent and cgroup
+  move_to(dest, sleeper);
+  ::close(gone[1]);
+  ::waitpid(parent, nullptr, 0);
+  std::string truth = slurp("/proc/" + std::to_string(sleeper) + "/stat");
+  std::this_thread::sleep_for(milliseconds(800));
+  Outcome o = pm.stop(SIGINT);
+  ::close(hold[1]);
+  ::waitpid(sleeper, nullptr, 0);
+  remove_cgroup(dest);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  // /proc/PID/stat: "pid (comm) state ppid ...": its parent now is this test.
+  std::istringstream fields(truth.substr(truth.rfind(')') + 2));
+  std::string state;
+  int ppid = 0;
+  fields >> state >> ppid;
+  ASSERT_EQ(ppid, ::getpid()) << truth;
+  std::vector<nlohmann::json> rows;
+  for (const auto& r : o.records) {
+    if (r.value("type", "") != "interval" || !r.contains("top")) continue;
+    for (const auto& p : r["top"]["processes"]) {
+      if (p.value("pid", 0) == sleeper) rows.push_back(p);
+    }
+  }
+  ASSERT_GE(rows.size(), 4U) << o.out;
+  EXPECT_EQ(rows.front().value("ppid", 0), parent) << rows.front().dump();
+  EXPECT_NE(rows.front().value("cgroup", ""), dest) << rows.front().dump();
+  EXPECT_EQ(rows.back().value("ppid", 0), ::getpid()) << rows.back().dump();
+  EXPECT_EQ(rows.back().value("cgroup", ""), dest) << rows.back().dump();
+  EXPECT_EQ(rows.back().value("context_switches", -1), 0) << "it should not have run: " << rows.back().dump();
 }
 
 }  // namespace

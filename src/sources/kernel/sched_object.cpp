@@ -116,6 +116,7 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const BpfLoadOptions& opt
     bpf_map__set_max_entries(skel->maps.raw_runq_stamps,
                              typed ? static_cast<__u32>(std::max(1, libbpf_num_possible_cpus())) : PM_RAW_STAMPS);
     bpf_map__set_max_entries(skel->maps.runq_stamps, typed ? PM_RUNQ_STAMP_SLOTS : 1);
+    bpf_map__set_max_entries(skel->maps.top_names, typed ? PM_RUNQ_STAMP_SLOTS : 1);
   };
   auto loaded = load_skeleton<scheduler_bpf>("scheduler", target, false, scope);
   // (Refused, the typed programs are loaded again as raw_tp, which follow no tree: try without.)
