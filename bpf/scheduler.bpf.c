@@ -637,16 +637,18 @@ int BPF_PROG(tree_cgroup_attach, struct cgroup *dst, const char *path, struct ta
 // A task's cgroup and its parent's tgid as a pass of the top lists last read them. Reading them
 // takes four dependent loads (css_set, cgroup, kernfs node; the parent's task) that miss the
 // cache a second after the last pass: with a thousand cgroups, half of the pass's time. A slot
-// (indexed by the pid's low bits, as the run-queue stamps) names its task by pid and start time;
-// it holds while no task has changed cgroup since (cgroup_moves, bumped by the attach hook once
-// a move is done: the only way a live task's v2 cgroup changes) and its parent is the same task
-// (reparenting sets a parent that was alive beside the old one, so never at the old one's
-// address). Another task's slot, a move anywhere, a new parent: read again.
+// (indexed by the pid's low bits, as the run-queue stamps) names its task by pid, start time and
+// address (a thread that execs takes its leader's pid and start time, not its cgroup). It holds
+// while no task has changed cgroup since (cgroup_moves, bumped by the attach hook once a move is
+// done: the only way a live task's v2 cgroup changes) and the parent is the same task
+// (reparenting sets a parent that was alive beside the old one, so never at its address).
+// Another task's slot, a move anywhere, a new parent: read again.
 struct pm_task_names {
   __u64 start_ns;
   __u64 cgroup_id;
   __u64 moves;   // cgroup_moves when read
-  __u64 parent;  // the parent's address: compared, never given out
+  __u64 task;    // the task's address, and its parent's: compared, never given out
+  __u64 parent;
   __u32 pid;
   __u32 ppid;
 };
@@ -677,7 +679,8 @@ int top_tasks(struct bpf_iter__task *ctx) {
   __u64 parent = (__u64)t->real_parent;
   __u32 slot = rec.pid & (PM_RUNQ_STAMP_SLOTS - 1);
   struct pm_task_names *n = bpf_map_lookup_elem(&top_names, &slot);
-  if (n && n->pid == rec.pid && n->start_ns == rec.start_ns && n->moves == moves && n->parent == parent) {
+  if (n && n->pid == rec.pid && n->start_ns == rec.start_ns && n->task == (__u64)t && n->moves == moves &&
+      n->parent == parent) {
     rec.ppid = n->ppid;
     rec.cgroup_id = n->cgroup_id;
   } else {
@@ -686,6 +689,7 @@ int top_tasks(struct bpf_iter__task *ctx) {
     if (n) {
       n->pid = rec.pid;
       n->start_ns = rec.start_ns;
+      n->task = (__u64)t;
       n->moves = moves;
       n->parent = parent;
       n->ppid = rec.ppid;
