@@ -58,6 +58,15 @@ double other_threads_cpu_seconds(pid_t pid) {
   return sum;
 }
 
+// The host's tasks (threads included), as /proc/loadavg counts them ("0.10 0.20 0.30 1/234 5678").
+long host_tasks() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c, counts;
+  in >> a >> b >> c >> counts;
+  auto slash = counts.find('/');
+  return slash == std::string::npos ? 0 : std::atol(counts.c_str() + slash + 1);
+}
+
 // CPU time of every thread of pid, from the scheduler's own accounting (nanoseconds on CPU).
 double process_cpu_seconds(pid_t pid) { return other_threads_cpu_seconds(pid) + [&] {
   std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/schedstat");
@@ -200,13 +209,19 @@ int main(int argc, char** argv) {
   for (int n : {0, 1000, 10000}) {
     pid_t crowd = -1;
     if (n > 0) {
+      long before = host_tasks();
       crowd = ::fork();
       if (crowd == 0) {
         ::execl(workload.c_str(), "pm-workload", "sleepers", std::to_string(n).c_str(),
-                std::to_string((3 * tree_seconds + 10) * 1000).c_str(), nullptr);
+                std::to_string((3 * tree_seconds + 60) * 1000).c_str(), nullptr);
         ::_exit(127);
       }
-      std::this_thread::sleep_for(std::chrono::seconds(3));
+      // Measured once every one of them is there and asleep (a slow host takes longer than a few
+      // seconds to fork 10,000: the monitor would be timed reading newcomers' first rows).
+      for (int i = 0; i < 600 && host_tasks() < before + n; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(2));
     }
     auto top_share = [&](const char* top) {
       return steady_share({pm, "--interval", "1s", "--output", "/dev/null", "--top", top, "--duration",
