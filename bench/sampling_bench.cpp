@@ -46,7 +46,6 @@ pid_t spawn_tree(int n) {
     ::pause();
     ::_exit(0);
   }
-  ::usleep(200'000);  // let the children start and touch their memory
   return root;
 }
 
@@ -56,7 +55,14 @@ void ProcessTreeCollect(benchmark::State& state) {
   pm::ProcTree tree;
   tree.add_root(root);
   pm::Samples samples;
-  tree.collect(samples);
+  // Every process forked (a slow host takes seconds for 50), at most 30 s.
+  for (int i = 0; i < 300; ++i) {
+    samples.clear();
+    tree.collect(samples);
+    if (tree.live() == static_cast<size_t>(n)) break;
+    ::usleep(100'000);
+  }
+  ::usleep(200'000);  // and they have touched their memory
   if (tree.live() != static_cast<size_t>(n)) state.SkipWithError("tree did not start");
   for (auto _ : state) {
     samples.clear();

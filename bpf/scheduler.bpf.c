@@ -294,8 +294,11 @@ struct {
   __type(value, __u64);
 } raw_runq_stamps SEC(".maps");
 
+// The slot of a pid in the arrays indexed by its low bits (runq_stamps, top_names).
+static __always_inline __u32 pid_slot(__u32 pid) { return pid & (PM_RUNQ_STAMP_SLOTS - 1); }
+
 static __always_inline struct pm_runq_stamp *stamp_slot(__u32 pid) {
-  __u32 slot = pid & (PM_RUNQ_STAMP_SLOTS - 1);
+  __u32 slot = pid_slot(pid);
   return bpf_map_lookup_elem(&runq_stamps, &slot);
 }
 
@@ -677,7 +680,7 @@ int top_tasks(struct bpf_iter__task *ctx) {
   rec.start_ns = t->start_time;
   __u64 moves = cgroup_moves;  // before the cgroup is read: a move after this one is the next pass's
   __u64 parent = (__u64)t->real_parent;
-  __u32 slot = rec.pid & (PM_RUNQ_STAMP_SLOTS - 1);
+  __u32 slot = pid_slot(rec.pid);
   struct pm_task_names *n = bpf_map_lookup_elem(&top_names, &slot);
   if (n && n->pid == rec.pid && n->start_ns == rec.start_ns && n->task == (__u64)t && n->moves == moves &&
       n->parent == parent) {

@@ -264,9 +264,12 @@ Outcome RunningPm::stop(int sig, std::chrono::seconds timeout) {
   return o;
 }
 
+// Printed by each script's BEGIN: every probe is attached.
+constexpr const char* kBpftraceReady = "pm-bpftrace-probes-attached";
+
 Bpftrace::Bpftrace(const std::string& script, const std::vector<std::pair<std::string, std::string>>& env)
     : script_(temp_base() + ".bt"), out_(script_ + ".out") {
-  std::ofstream(script_) << script;
+  std::ofstream(script_) << "BEGIN { printf(\"" << kBpftraceReady << "\\n\"); }\n" << script;
   pid_ = ::fork();
   if (pid_ == 0) {
     int fd = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -288,7 +291,7 @@ Bpftrace::~Bpftrace() {
 }
 
 bool Bpftrace::attached(std::chrono::seconds timeout) {
-  return pid_ > 0 && wait_for_text(out_, "Attaching", timeout, [this] {
+  return pid_ > 0 && wait_for_text(out_, kBpftraceReady, timeout, [this] {
            if (::waitpid(pid_, nullptr, WNOHANG) != pid_) return true;
            pid_ = -1;
            return false;

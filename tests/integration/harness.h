@@ -113,8 +113,9 @@ class Bpftrace {
   ~Bpftrace();
   Bpftrace(const Bpftrace&) = delete;
   Bpftrace& operator=(const Bpftrace&) = delete;
-  // Waits until its probes are in ("Attaching" is printed just before); false when it ended
-  // without or `timeout` passed.
+  // Waits until its probes are in (its BEGIN, which bpftrace runs once every probe is attached,
+  // prints a mark; "Attaching" comes before they are, and a loaded machine can take seconds
+  // between the two); false when it ended without or `timeout` passed.
   bool attached(std::chrono::seconds timeout = std::chrono::seconds(40));
   // Sends SIGINT (its END block and maps print), waits at most `timeout`, then SIGKILL; returns
   // all it printed.
