@@ -21,6 +21,10 @@ echo "== cost per probed call (uprobe + uretprobe), side by side"
 "$(dirname "$0")/probe_overhead.sh" "$build" 200000 5
 
 echo
+echo "== thread context: the annotation pair, a ping-pong whose every trip is a poll, 100,000 requests/s per CPU"
+"$(dirname "$0")/context_overhead.sh" "$build" 200000 5
+
+echo
 echo "== perf-monitor report: an hour of live recording at 1 s (3,600 intervals)"
 "$build/bench/report_bench" "$build/perf-monitor" 10
 

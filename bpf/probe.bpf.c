@@ -71,6 +71,12 @@ struct {
   __uint(max_entries, PM_SPAN_RING_BYTES);
 } spans SEC(".maps");
 
+// Thread context events (see pm_ctx_event), one record each, as they happen.
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, PM_CTX_RING_BYTES);
+} ctx_events SEC(".maps");
+
 static __always_inline struct pm_probe_losses *losses_here(void) {
   __u32 zero = 0;
   return bpf_map_lookup_elem(&losses, &zero);
@@ -221,6 +227,162 @@ static __always_inline void close_frame(struct task_struct *task, struct pm_thre
   if (b->n >= PM_SPAN_BATCH || now - b->first_ns >= PM_SPAN_BATCH_NS) send_batch(b);
 }
 
+// ---- Thread context ----
+
+static __always_inline void ctx_send(struct pm_ctx_event *e) {
+  __u64 flags = bpf_ringbuf_query(&ctx_events, BPF_RB_AVAIL_DATA) >= PM_CTX_RING_BYTES / 4 ? BPF_RB_FORCE_WAKEUP
+                                                                                           : BPF_RB_NO_WAKEUP;
+  if (bpf_ringbuf_output(&ctx_events, e, sizeof(*e), flags) != 0) {
+    struct pm_probe_losses *l = losses_here();
+    if (l) l->ctx_events_dropped++;
+  }
+}
+
+// The head of the current thread's record (it is the current task: its memory is the one read).
+// The page may be absent (never touched, swapped out): the read fails, is counted, and the event
+// counts for no poll.
+static __always_inline bool ctx_read(struct pm_thread *t, struct pm_ctx_head *h) {
+  if (bpf_probe_read_user(h, sizeof(*h), (const void *)t->ctx_addr) == 0) return true;
+  struct pm_probe_losses *l = losses_here();
+  if (l) l->ctx_read_failed++;
+  return false;
+}
+
+static __always_inline __u64 faults_of(struct task_struct *task) { return task->min_flt + task->maj_flt; }
+
+// Why a thread blocks: waiting for I/O (io_schedule: a bio, a page being read), or by the system
+// call it is in: a sleep, a futex (a lock or a condition variable), a file sync (the journal's
+// commit); anything else (a pipe, a socket, poll) is other.
+static __always_inline __u32 block_reason(struct task_struct *prev) {
+  if (BPF_CORE_READ_BITFIELD(prev, in_iowait)) return PM_BLOCK_IO;
+  struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+  if (!regs) return PM_BLOCK_OTHER;
+#if defined(__TARGET_ARCH_x86)
+  long nr = regs->orig_ax;
+  if (nr == 35 || nr == 230) return PM_BLOCK_SLEEP;           // nanosleep, clock_nanosleep
+  if (nr == 202 || nr == 449) return PM_BLOCK_LOCK;           // futex, futex_waitv
+  if (nr == 74 || nr == 75 || nr == 277) return PM_BLOCK_IO;  // fsync, fdatasync, sync_file_range
+#elif defined(__TARGET_ARCH_arm64)
+  long nr = ((const struct user_pt_regs *)regs)->regs[8];     // the syscall number's register
+  if (nr == 101 || nr == 115) return PM_BLOCK_SLEEP;
+  if (nr == 98 || nr == 449) return PM_BLOCK_LOCK;
+  if (nr == 82 || nr == 83 || nr == 84) return PM_BLOCK_IO;
+#endif
+  return PM_BLOCK_OTHER;
+}
+
+// A thread leaves the CPU: if it is in a poll, the stretch off the CPU that begins now counts
+// for that poll (sent when it is back, at ctx_back).
+static __always_inline void ctx_out(struct task_struct *prev, struct pm_thread *t, bool runnable) {
+  struct pm_ctx_head h;
+  t->ctx_in_poll = 0;
+  if (!prev->mm) return;  // exiting: its memory is gone
+  if (!ctx_read(t, &h) || h.active != 1) return;
+  t->ctx_in_poll = 1;
+  t->ctx_poll = h.head;
+  t->ctx_id = h.id;
+  t->ctx_wake_at = 0;
+  t->ctx_reason = runnable ? PM_BLOCK_OTHER : block_reason(prev);
+}
+
+// The run queue's clock of the CPU a task is switched in on, as the scheduler set it for this
+// switch (0 where the kernel has no group scheduling, whose cfs_rq names its rq).
+static __always_inline __u64 rq_clock_of(struct task_struct *t) {
+  struct cfs_rq *cfs = t->se.cfs_rq;
+  if (!bpf_core_field_exists(cfs->rq) || !cfs) return 0;
+  return BPF_CORE_READ(cfs, rq, clock);
+}
+
+// Back on a CPU at `now` after a stretch off it inside a poll: the stretch, with its wait for a
+// CPU: all of it if it left runnable, else from its wakeup on (timed by ctx_wakeup, on the
+// clock of the stretch). A thread can be woken where no wakeup tracepoint fires (seen after I/O
+// waits here, about one switch in a thousand; bpftrace sees no wakeup either): its wait is
+// then what the scheduler's own stamp says (sched_info.last_queued, against the run queue's
+// clock, what run_delay adds up).
+static __always_inline void ctx_back(struct task_struct *next, struct pm_thread *t, __u64 now) {
+  t->ctx_in_poll = 0;
+  struct pm_ctx_event e = {};
+  e.kind = PM_CTX_GAP;
+  e.pid = next->tgid;
+  e.tid = next->pid;
+  e.reason = t->ctx_reason;
+  e.involuntary = t->out_runnable;
+  e.poll = t->ctx_poll;
+  e.id = t->ctx_id;
+  e.out_ns = t->out_at;
+  e.in_ns = now;
+  __u64 gap = now > t->out_at ? now - t->out_at : 0;
+  __u64 woke = t->ctx_wake_at, wait;
+  if (t->out_runnable) {
+    wait = gap;
+  } else if (woke > t->out_at && woke <= now) {
+    wait = now - woke;
+  } else {
+    // Woken where no wakeup tracepoint fired: the scheduler's own queue stamp, on its clock.
+    __u64 queued = next->sched_info.last_queued, clock = rq_clock_of(next);
+    wait = queued && clock > queued ? clock - queued : 0;
+  }
+  e.runq_ns = wait < gap ? wait : gap;
+  __u64 f = faults_of(next);
+  e.value = f > t->ctx_faults_at_in ? f - t->ctx_faults_at_in : 0;
+  ctx_send(&e);
+}
+
+// A thread in a poll left the CPU at out_at and is leaving it again now, but its switch in was
+// not seen (about one switch in ten thousand here, where bpftrace sees neither it nor the wakeup
+// before it). The stretch off the CPU began at out_at; how long it was, and its wait for a CPU,
+// the thread's own counters say: its time since out_at less its CPU time since (sum_exec_runtime,
+// current here), and its run_delay since. It lies inside the poll it began in: the thread had to
+// be back on a CPU to end that poll.
+static __always_inline void ctx_unseen_back(struct task_struct *prev, struct pm_thread *t, __u64 now) {
+  t->ctx_in_poll = 0;
+  __u64 span = now > t->out_at ? now - t->out_at : 0;
+  __u64 exec = prev->se.sum_exec_runtime, delay = prev->sched_info.run_delay;
+  __u64 ran = exec > t->exec_at_out ? exec - t->exec_at_out : 0;
+  __u64 off = span > ran ? span - ran : 0;
+  __u64 waited = delay > t->delay_at_out ? delay - t->delay_at_out : 0;
+  struct pm_ctx_event e = {};
+  e.kind = PM_CTX_GAP;
+  e.pid = prev->tgid;
+  e.tid = prev->pid;
+  e.reason = t->ctx_reason;
+  e.involuntary = t->out_runnable;
+  e.poll = t->ctx_poll;
+  e.id = t->ctx_id;
+  e.out_ns = t->out_at;
+  e.in_ns = t->out_at + off;
+  e.runq_ns = waited < off ? waited : off;
+  ctx_send(&e);
+}
+
+// Once per thread (the first perf_monitor_poll_begin): its record's address.
+SEC("usdt")
+int BPF_USDT(context_thread, __u64 addr) {
+  if (stopping) return 0;
+  __u64 now = bpf_ktime_get_ns();
+  struct task_struct *task = bpf_get_current_task_btf();
+  struct pm_thread *t = current_thread(task, true, now);
+  if (!t) return 0;
+  t->ctx_addr = addr;
+  t->ctx_faults_at_in = faults_of(task);
+  struct pm_ctx_event e = {};
+  e.kind = PM_CTX_THREAD;
+  e.pid = task->tgid;
+  e.tid = task->pid;
+  e.value = addr;
+  ctx_send(&e);
+  return 0;
+}
+
+// When a thread that blocked inside a poll is woken: its wait for a CPU starts here. Loaded only
+// where a target publishes thread context (it sees every wakeup of the machine).
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(ctx_wakeup, struct task_struct *p) {
+  struct pm_thread *t = bpf_task_storage_get(&threads, p, 0, 0);
+  if (t && t->ctx_in_poll) t->ctx_wake_at = bpf_ktime_get_ns();
+  return 0;
+}
+
 // The sixth integer argument: libbpf 1.1 names the first five only.
 #if defined(__TARGET_ARCH_x86)
 #define PM_PARM6(ctx) ((ctx)->r9)
@@ -357,8 +519,11 @@ int BPF_USDT(request_end, __u64 id) {
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
   struct pm_thread *pt = bpf_task_storage_get(&threads, prev, 0, 0);
+  __u64 now = 0;
   if (pt && pt->out_at) {  // (0: its storage is being set up by a probe this switch interrupted)
-    __u64 now = bpf_ktime_get_ns(), run, wait, blocked;
+    __u64 run, wait, blocked;
+    now = bpf_ktime_get_ns();
+    if (pt->ctx_in_poll) ctx_unseen_back(prev, pt, now);  // (before its figures at out_at move on)
     split_since_out(prev, pt, now, true, &run, &wait, &blocked);
     pt->acc[PM_ON_CPU_NS] += run;
     pt->acc[PM_RUNQ_NS] += wait;
@@ -370,9 +535,15 @@ int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_str
     // Still runnable as it leaves (preempted, or yielding): it waits for a CPU until it is back.
     pt->out_runnable = preempt || TASK_STATE_BTF(prev) == 0;
     pt->in_at = 0;
+    if (pt->ctx_addr) ctx_out(prev, pt, pt->out_runnable);
   }
   struct pm_thread *nt = bpf_task_storage_get(&threads, next, 0, 0);
-  if (nt) nt->in_at = bpf_ktime_get_ns();
+  if (nt) {
+    if (!now) now = bpf_ktime_get_ns();
+    nt->in_at = now;
+    if (nt->ctx_in_poll) ctx_back(next, nt, now);
+    if (nt->ctx_addr) nt->ctx_faults_at_in = faults_of(next);
+  }
   return 0;
 }
 
@@ -382,7 +553,22 @@ int BPF_PROG(btf_bio_queue, struct bio *bio) {
   if (!t) return 0;
   __u32 op = bio->bi_opf & 0xff;  // REQ_OP_READ 0, REQ_OP_WRITE 1
   if (op > 1) return 0;
-  t->acc[op ? PM_BIO_WRITE : PM_BIO_READ] += bio->bi_iter.bi_size;
+  __u32 bytes = bio->bi_iter.bi_size;
+  t->acc[op ? PM_BIO_WRITE : PM_BIO_READ] += bytes;
+  struct pm_ctx_head h;
+  if (t->ctx_addr && bytes && ctx_read(t, &h) && h.active == 1) {
+    struct task_struct *task = bpf_get_current_task_btf();
+    struct pm_ctx_event e = {};
+    e.kind = PM_CTX_BIO;
+    e.pid = task->tgid;
+    e.tid = task->pid;
+    e.reason = op;
+    e.poll = h.head;
+    e.id = h.id;
+    e.out_ns = e.in_ns = bpf_ktime_get_ns();
+    e.value = bytes;
+    ctx_send(&e);
+  }
   return 0;
 }
 
@@ -399,6 +585,15 @@ int BPF_PROG(btf_exit, struct task_struct *p) {
   if (t->in_request) {
     struct pm_func_stats *s = stats_of(PM_REQUEST_FUNC);
     if (s) s->open_at_exit++;
+  }
+  if (t->ctx_addr) {
+    // Its record stays (the process keeps it): user space reads its last polls, then forgets it.
+    struct pm_ctx_event e = {};
+    e.kind = PM_CTX_EXIT;
+    e.pid = p->tgid;
+    e.tid = p->pid;
+    e.value = t->ctx_addr;
+    ctx_send(&e);
   }
   bpf_task_storage_delete(&threads, p);
   return 0;

@@ -43,6 +43,41 @@ struct pm_span {
 #define PM_SPAN_HAS_REQUEST 1 /* the ID is the call's own (argN) or the request's (USDT) */
 #define PM_SPAN_IN_REQUEST 2  /* the call ran inside a request (USDT, or an enclosing call's argN): its ID */
 
+/* Thread context (include/perf-monitor/annotate.h): the head of a thread's record, as the
+ * programs read it at a switch out or a bio. */
+struct pm_ctx_head {
+  __u32 active;
+  __u32 version;
+  __u64 id;
+  __u64 head; /* the running poll's number */
+};
+
+/* Why a thread in a poll blocked, as far as the switch out tells. */
+enum pm_ctx_reason { PM_BLOCK_IO, PM_BLOCK_SLEEP, PM_BLOCK_LOCK, PM_BLOCK_OTHER, PM_BLOCK_REASONS };
+
+enum pm_ctx_kind {
+  PM_CTX_THREAD, /* a thread announced its record: addr */
+  PM_CTX_GAP,    /* a thread in a poll was off the CPU from out_ns to in_ns */
+  PM_CTX_BIO,    /* a thread in a poll submitted a bio at out_ns: bytes (read: reason 0, write 1) */
+  PM_CTX_EXIT,   /* a thread with a record exited */
+};
+
+/* One event of a thread with a context record, sent to user space as it happens (before the
+ * thread runs on: a poll's events are all in the ring buffer once it has ended). */
+struct pm_ctx_event {
+  __u32 kind;
+  __u32 pid, tid;
+  __u32 reason;      /* GAP: pm_ctx_reason of the wait (PM_BLOCK_OTHER if preempted); BIO: 0 read, 1 write */
+  __u32 involuntary; /* GAP: it left runnable (preempted) */
+  __u32 pad;
+  __u64 poll;        /* the poll's number on its thread */
+  __u64 id;          /* its request */
+  __u64 out_ns, in_ns;
+  __u64 runq_ns;     /* GAP: of out_ns..in_ns, the last runq_ns were a wait for a CPU */
+  __u64 value;       /* THREAD: the record's address; GAP: page faults in the stretch before out_ns; BIO: bytes */
+};
+#define PM_CTX_RING_BYTES (1 << 20)
+
 /* An open call: when it began, its request ID, and the thread's figures then. */
 struct pm_frame {
   __u64 start;
@@ -63,6 +98,10 @@ struct pm_thread {
   __u64 acc[PM_KSIDE]; /* on-CPU, run-queue, blocked time up to out_at; bio bytes */
   __u32 depth;                            /* open calls, also those too deep to keep */
   __u32 in_request;
+  /* Thread context: its record's address (0: none), and the poll it was in when it last left the
+   * CPU (ctx_in_poll), with the wait's reason, when it was woken, and its faults at switch in. */
+  __u64 ctx_addr, ctx_poll, ctx_id, ctx_wake_at, ctx_faults_at_in;
+  __u32 ctx_in_poll, ctx_reason;
   struct pm_frame request; /* the open perf_monitor:request span */
   struct pm_frame frames[PM_MAX_DEPTH];
 };
@@ -95,6 +134,8 @@ struct pm_probe_losses {
   __u64 too_deep;        /* calls nested deeper than PM_MAX_DEPTH: counted, no kernel side */
   __u64 no_thread_slot;  /* too many threads in calls at once */
   __u64 unmatched;       /* a return or request end without its start (attached mid-call) */
+  __u64 ctx_events_dropped; /* context events lost to a full ring buffer */
+  __u64 ctx_read_failed;    /* a context record that could not be read (page absent, bad address) */
 };
 
 #endif

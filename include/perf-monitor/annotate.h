@@ -72,4 +72,137 @@
 #define PERF_MONITOR_REQUEST_BEGIN(id) PERF_MONITOR__PROBE(request_begin, id)
 #define PERF_MONITOR_REQUEST_END(id) PERF_MONITOR__PROBE(request_end, id)
 
+/* Thread context: which request the calling thread is working for, in a few plain stores, with
+ * no trap per request. Where the probes above trap into the kernel at each mark (about a
+ * microsecond each), these write a record in the thread's memory that perf-monitor's kernel
+ * programs read at the events they already handle (a switch out, a bio):
+ *
+ *   perf_monitor_poll_begin(id);   // this thread starts (or resumes) working for request `id`
+ *   ...                            // its switches, waits and bios count for `id`
+ *   perf_monitor_poll_end(done);   // it stops; done != 0: request `id` is finished
+ *
+ * A synchronous server calls begin at the start of a request and end(1) at its end. An async
+ * executor calls begin when it polls a task and end when the poll returns, end(1) once the task
+ * is complete: a request's kernel time then follows it from worker to worker, and its time
+ * between polls is reported as pending. Polls do not nest: a begin while a poll runs ends that
+ * poll (not finished) first.
+ *
+ * Each thread's first begin allocates its record (PERF_MONITOR_CONTEXT_LOG finished polls, 32
+ * bytes each, 4096 unless defined before this header; perf-monitor reads them every 10 ms) in a
+ * sealed memory file of its own, and announces it to perf-monitor through the USDT probe
+ * perf_monitor:context_thread: one trap per thread. The record is kept for the life of the
+ * process. perf-monitor maps the same pages (so it reads a thread's last polls even after the
+ * process has exited), takes the finished polls (their begin and end, CLOCK_MONOTONIC: the
+ * clock of the kernel's events) and adds the kernel's side: run-queue wait, blocked time (block
+ * I/O, sleep, lock, other), switches, bio bytes.
+ *
+ * Linux, C99/C++11 and later, GCC or Clang; elsewhere (and with PERF_MONITOR_NO_ANNOTATIONS)
+ * the two calls do nothing. The record's layout is version 1 (perf_monitor_context below). */
+#if !defined(PERF_MONITOR_NO_ANNOTATIONS) && defined(__linux__) && defined(__GNUC__) && \
+    (defined(__x86_64__) || defined(__aarch64__))
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef PERF_MONITOR_CONTEXT_LOG
+#define PERF_MONITOR_CONTEXT_LOG 4096
+#endif
+
+/* One finished poll. */
+struct perf_monitor_context_poll {
+  uint64_t id;
+  uint64_t begin_ns, end_ns; /* CLOCK_MONOTONIC */
+  uint64_t flags;            /* 1: the request finished with this poll */
+};
+
+/* A thread's record. The kernel side reads the first 24 bytes at a switch out or a bio of the
+ * thread (it is not running then, or it is in the kernel: the record is not being written). */
+struct perf_monitor_context {
+  volatile uint32_t active;  /* 1 while a poll runs */
+  uint32_t version;          /* 1 */
+  volatile uint64_t id;      /* the running poll's request */
+  volatile uint64_t head;    /* polls finished so far: the running poll's number, and the log's head */
+  volatile uint64_t begin_ns;
+  uint32_t capacity; /* entries in log: a power of two */
+  uint32_t reserved;
+  struct perf_monitor_context_poll log[PERF_MONITOR_CONTEXT_LOG];
+};
+
+/* The calling thread's record (one per thread in the whole process: a weak definition, merged). */
+__attribute__((weak)) __thread struct perf_monitor_context* perf_monitor_thread_context;
+
+#define PERF_MONITOR__FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+
+static inline uint64_t perf_monitor__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The record's pages: a sealed memory file (it cannot shrink or grow), so that perf-monitor can
+ * map the same pages and read the thread's last polls after the process has exited. */
+static inline void* perf_monitor__context_pages(size_t size) {
+  int fd = (int)syscall(SYS_memfd_create, "perf-monitor-context", 1u | 2u); /* MFD_CLOEXEC | MFD_ALLOW_SEALING */
+  if (fd < 0) return MAP_FAILED;
+  void* p = MAP_FAILED;
+  /* 1033: F_ADD_SEALS; 1 | 2 | 4: F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW */
+  if (ftruncate(fd, (off_t)size) == 0 && fcntl(fd, 1033, 1 | 2 | 4) == 0)
+    p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  return p;
+}
+
+/* Once per thread: the record, announced to perf-monitor. NULL if it cannot be allocated (the
+ * polls then go unrecorded). */
+static __attribute__((noinline, unused)) struct perf_monitor_context* perf_monitor__context_new(void) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t size = (sizeof(struct perf_monitor_context) + page - 1) / page * page;
+  void* p = perf_monitor__context_pages(size);
+  struct perf_monitor_context* c =
+      p != MAP_FAILED ? (struct perf_monitor_context*)p
+                      : (struct perf_monitor_context*)calloc(1, sizeof(struct perf_monitor_context));
+  if (!c) return c;
+  c->version = 1;
+  c->capacity = PERF_MONITOR_CONTEXT_LOG;
+  perf_monitor_thread_context = c;
+  PERF_MONITOR__PROBE(context_thread, (uintptr_t)c);
+  return c;
+}
+
+static inline void perf_monitor_poll_end(int done);
+
+static inline __attribute__((unused)) void perf_monitor_poll_begin(uint64_t id) {
+  struct perf_monitor_context* c = perf_monitor_thread_context;
+  if (__builtin_expect(!c, 0) && !(c = perf_monitor__context_new())) return;
+  if (c->active) perf_monitor_poll_end(0);
+  c->id = id;
+  PERF_MONITOR__FENCE();
+  c->active = 1; /* first: a switch from here on counts for the poll; its time is clipped to begin */
+  PERF_MONITOR__FENCE();
+  c->begin_ns = perf_monitor__now_ns();
+}
+
+static inline __attribute__((unused)) void perf_monitor_poll_end(int done) {
+  struct perf_monitor_context* c = perf_monitor_thread_context;
+  if (!c || !c->active) return;
+  uint64_t end = perf_monitor__now_ns();
+  uint64_t head = c->head;
+  struct perf_monitor_context_poll* e = &c->log[head & (PERF_MONITOR_CONTEXT_LOG - 1)];
+  e->id = c->id;
+  e->begin_ns = c->begin_ns;
+  e->end_ns = end;
+  e->flags = done ? 1 : 0;
+  PERF_MONITOR__FENCE();
+  c->active = 0; /* last: a switch until here counts for the poll (clipped to end) */
+  __atomic_store_n(&c->head, head + 1, __ATOMIC_RELEASE); /* the entry, then the head that shows it */
+}
+#else
+#define perf_monitor_poll_begin(id) ((void)(id))
+#define perf_monitor_poll_end(done) ((void)(done))
+#endif
+
 #endif

@@ -24,6 +24,12 @@ struct Span {
   uint64_t voluntary_switches = 0, involuntary_switches = 0;
   uint64_t bio_read_bytes = 0, bio_write_bytes = 0;
   uint64_t page_faults = 0;
+  // A request followed by thread context (annotate.h's perf_monitor_poll_begin/end): the polls
+  // that ran it, on how many threads, its time between polls (not run by any thread), and its
+  // blocked time by what the thread waited on. polls == 0 for the other spans.
+  uint32_t polls = 0, threads = 0;
+  double pending_seconds = 0;
+  double blocked_io_seconds = 0, blocked_sleep_seconds = 0, blocked_lock_seconds = 0, blocked_other_seconds = 0;
 };
 
 }  // namespace pm

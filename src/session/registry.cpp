@@ -164,16 +164,17 @@ Made make_block(SourceContext& ctx) {
 }
 
 // Application probes: the --probe functions, and the target's request annotations (USDT
-// perf_monitor:request_begin/end) when its executable has them.
+// perf_monitor:request_begin/end, and the thread context's perf_monitor:context_thread) when its
+// executable has them.
 Made make_probes(SourceContext& ctx) {
   std::string exe = ctx.target.executable();
-  std::string usdt = !exe.empty() && probes::has_usdt_provider(exe, "perf_monitor") ? exe : "";
+  std::vector<std::string> usdt = exe.empty() ? std::vector<std::string>() : probes::usdt_probes(exe, "perf_monitor");
   if (ctx.config.probes.empty() && usdt.empty()) return std::unique_ptr<Source>();
   BpfLoadOptions tree{.track_tree = ctx.target.mode() != Mode::kSystem, .members_fd = ctx.members_fd()};
   if (tree.track_tree && tree.members_fd < 0) {
     return make_error(Errc::kUnavailable, "following the target tree needs the scheduler's eBPF programs (tp_btf)");
   }
-  ProbeTarget target{tree, {}, usdt};
+  ProbeTarget target{tree, {}, usdt.empty() ? "" : exe, usdt};
   for (const ProbeSpec& p : ctx.config.probes) {
     auto r = probes::resolve_probe(p);  // checked at start-up; a binary replaced since fails here
     if (!r) return r.error();

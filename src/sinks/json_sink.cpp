@@ -58,6 +58,15 @@ Json span_json(const Span& sp) {
   j["bio_read_bytes"] = sp.bio_read_bytes;
   j["bio_write_bytes"] = sp.bio_write_bytes;
   j["page_faults"] = sp.page_faults;
+  if (sp.polls > 0) {
+    j["polls"] = sp.polls;
+    j["threads"] = sp.threads;
+    j["pending_s"] = ns_exact(sp.pending_seconds);
+    j["blocked_io_s"] = ns_exact(sp.blocked_io_seconds);
+    j["blocked_sleep_s"] = ns_exact(sp.blocked_sleep_seconds);
+    j["blocked_lock_s"] = ns_exact(sp.blocked_lock_seconds);
+    j["blocked_other_s"] = ns_exact(sp.blocked_other_seconds);
+  }
   return j;
 }
 
@@ -138,7 +147,7 @@ void add_top(Json& top, const TopRecord& t) {
 // batch before it, is written at once. A failed write (a closed pipe, a full disk) is the
 // Output's, seen by the session at the next interval or at the end.
 constexpr size_t kFlushBytes = 64 * 1024;
-constexpr size_t kSpanTailBytes = 640;  // a span line but its function name: under 500
+constexpr size_t kSpanTailBytes = 900;  // a span line but its function name: under 700
 
 class JsonSink final : public Sink {
  public:
@@ -240,6 +249,22 @@ class JsonSink final : public Sink {
     integer(sp.bio_write_bytes);
     text(R"(,"page_faults":)");
     integer(sp.page_faults);
+    if (sp.polls > 0) {  // a request followed by thread context
+      text(R"(,"polls":)");
+      integer(sp.polls);
+      text(R"(,"threads":)");
+      integer(sp.threads);
+      text(R"(,"pending_s":)");
+      seconds(sp.pending_seconds);
+      text(R"(,"blocked_io_s":)");
+      seconds(sp.blocked_io_seconds);
+      text(R"(,"blocked_sleep_s":)");
+      seconds(sp.blocked_sleep_seconds);
+      text(R"(,"blocked_lock_s":)");
+      seconds(sp.blocked_lock_seconds);
+      text(R"(,"blocked_other_s":)");
+      seconds(sp.blocked_other_seconds);
+    }
     text("}\n");
     buf_.resize(static_cast<size_t>(p - buf_.data()));
     if (buf_.size() >= kFlushBytes) flush();

@@ -2,12 +2,14 @@
 #include "integration/harness.h"
 
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -322,6 +324,40 @@ std::string bpftrace_missing() {
   }
   if (std::system("mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing") != 0) {
     return "tracefs cannot be mounted: bpftrace's tracepoints need it";
+  }
+  return "";
+}
+
+int run_shell(const std::string& cmd) {
+  int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string first_line(const std::string& cmd) {
+  FILE* f = ::popen((cmd + " 2>/dev/null").c_str(), "r");
+  char buf[4096] = {};
+  std::string out = f != nullptr && std::fgets(buf, sizeof buf, f) != nullptr ? std::string(buf) : "";
+  if (f != nullptr) ::pclose(f);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+std::string first_file(const std::string& pattern) {
+  glob_t g{};
+  std::string out = ::glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0 ? g.gl_pathv[0] : "";
+  ::globfree(&g);
+  return out;
+}
+
+std::string find_tool(const std::string& name, const std::string& package, const std::string& also) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string found = first_line("command -v " + name);
+    if (found.empty() && !also.empty()) found = first_file(also);
+    if (!found.empty()) return found;
+    if (attempt == 0) {
+      std::fprintf(stderr, "tests: %s missing: apt-get install %s\n", name.c_str(), package.c_str());
+      run_shell("DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends " + package + " >&2");
+    }
   }
   return "";
 }

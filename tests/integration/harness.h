@@ -129,6 +129,17 @@ class Bpftrace {
 // "" when bpftrace and tracefs are there, else why not (a reason for GTEST_SKIP).
 std::string bpftrace_missing();
 
+// A shell command's exit status (-1: it did not exit).
+int run_shell(const std::string& cmd);
+// The first line a command prints ("" when none).
+std::string first_line(const std::string& cmd);
+// The first file matching a glob pattern, or "".
+std::string first_file(const std::string& pattern);
+// A tool the tests need: on PATH (or at the glob `also`), else Debian's package installed now
+// (install-deps.sh lists them; a machine without them is set up here, not skipped). "" when
+// that failed.
+std::string find_tool(const std::string& name, const std::string& package, const std::string& also = "");
+
 inline std::string binary() { return PM_BINARY; }
 inline std::string workload() { return PM_WORKLOAD; }
 // A directory on a real disk (not tmpfs), so writes reach storage and count as write_bytes.

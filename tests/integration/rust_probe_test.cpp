@@ -27,45 +27,6 @@ namespace {
 
 const std::string kClones = PM_CLONES;
 
-int sh(const std::string& cmd) {
-  int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-// The first line a command prints ("" when none).
-std::string first_line(const std::string& cmd) {
-  FILE* f = ::popen((cmd + " 2>/dev/null").c_str(), "r");
-  char buf[4096] = {};
-  std::string out = f != nullptr && std::fgets(buf, sizeof buf, f) != nullptr ? std::string(buf) : "";
-  if (f != nullptr) ::pclose(f);
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
-// The first file matching a glob pattern, or "".
-std::string first_file(const std::string& pattern) {
-  glob_t g{};
-  std::string out = ::glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0 ? g.gl_pathv[0] : "";
-  ::globfree(&g);
-  return out;
-}
-
-// A tool the tests need: on PATH (or at `also`), else Debian's package installed now
-// (install-deps.sh lists them; a machine without them is set up here, not skipped). "" when
-// that failed.
-std::string tool(const std::string& name, const std::string& package, const std::string& also = "") {
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    std::string found = first_line("command -v " + name);
-    if (found.empty() && !also.empty()) found = first_file(also);
-    if (!found.empty()) return found;
-    if (attempt == 0) {
-      std::fprintf(stderr, "rust_probe_test: %s missing: apt-get install %s\n", name.c_str(), package.c_str());
-      sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends " + package + " >&2");
-    }
-  }
-  return "";
-}
-
 // hcrust built once per mangling (a second of rustc each), in the scratch directory.
 struct RustBuild {
   std::string rustc, legacy, v0, error;
@@ -79,7 +40,7 @@ const RustBuild& rust_build() {
     // probes were attached to the file it renamed ran the other's (its probes never fired).
     UniqueFd lock(::open((scratch_dir() + "/hcrust.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
     if (lock) ::flock(lock.get(), LOCK_EX);
-    r.rustc = tool("rustc", "rustc", "/root/.cargo/bin/rustc");
+    r.rustc = find_tool("rustc", "rustc", "/root/.cargo/bin/rustc");
     if (r.rustc.empty()) {
       r.error = "no rustc, and apt-get install rustc failed";
       return r;
@@ -96,7 +57,7 @@ const RustBuild& rust_build() {
     std::string cmd = "(" + common + legacy + ") & (" + common + v0 +
                       " -C symbol-mangling-version=v0 || RUSTC_BOOTSTRAP=1 " + common + v0 +
                       " -Z symbol-mangling-version=v0); s=$?; wait $! && exit $s";
-    if (sh(cmd) != 0) {
+    if (run_shell(cmd) != 0) {
       r.error = "rustc failed: " + cmd;
     } else if (std::rename(legacy.c_str(), r.legacy.c_str()) != 0 || std::rename(v0.c_str(), r.v0.c_str()) != 0) {
       r.error = "cannot keep the binaries as " + kept + "-*";
@@ -121,7 +82,7 @@ void expect_rustfilt_agrees(const std::string& path, const std::string& rustfilt
     std::ofstream f(in);
     for (const auto& n : names) f << n << "\n";
   }
-  ASSERT_EQ(sh(rustfilt + " -i " + in + " -o " + out), 0);
+  ASSERT_EQ(run_shell(rustfilt + " -i " + in + " -o " + out), 0);
   std::ifstream f(out);
   std::string line;
   size_t i = 0, differ = 0;
@@ -138,7 +99,7 @@ void expect_rustfilt_agrees(const std::string& path, const std::string& rustfilt
 TEST(RustNames, DemanglingAgreesWithRustfiltInBothManglingsAndTheStandardLibrary) {
   const RustBuild& b = rust_build();
   ASSERT_TRUE(b.error.empty()) << b.error;
-  std::string rustfilt = tool("rustfilt", "rustfilt");
+  std::string rustfilt = find_tool("rustfilt", "rustfilt");
   ASSERT_FALSE(rustfilt.empty()) << "no rustfilt, and apt-get install rustfilt failed";
   expect_rustfilt_agrees(b.legacy, rustfilt, 100);
   expect_rustfilt_agrees(b.v0, rustfilt, 100);
@@ -150,7 +111,7 @@ TEST(RustNames, DemanglingAgreesWithRustfiltInBothManglingsAndTheStandardLibrary
 }
 
 TEST(CxxNames, DemanglingAgreesWithCxxfilt) {
-  std::string cxxfilt = tool("c++filt", "binutils");
+  std::string cxxfilt = find_tool("c++filt", "binutils");
   ASSERT_FALSE(cxxfilt.empty());
   std::string libstdcxx = first_file("/usr/lib/*-linux-gnu/libstdc++.so.6");
   ASSERT_FALSE(libstdcxx.empty());
@@ -169,7 +130,7 @@ TEST(CxxNames, DemanglingAgreesWithCxxfilt) {
     ASSERT_GE(names.size(), path == kClones ? 5u : 1000u) << path;
     // -i: without "implementation details" (std::string, not std::basic_string<char, ...>), as
     // __cxa_demangle and gdb print them.
-    ASSERT_EQ(sh(cxxfilt + " -i < " + in + " > " + out), 0);
+    ASSERT_EQ(run_shell(cxxfilt + " -i < " + in + " > " + out), 0);
     std::ifstream r(out);
     std::string line;
     size_t i = 0, differ = 0;
@@ -229,7 +190,7 @@ TEST_F(NamedProbeTest, RustFunctionsAreProbedByTheirNamesInBothManglings) {
     // a trait method by its impl path, one instance, a closure, an async fn (its poll function).
     // Before Rust 1.67 an async fn's body was inlined into the one generic
     // <GenFuture<T> as Future>::poll, whose legacy name does not say which fn: not probed there.
-    bool gen_future = sh("nm " + bin + " | grep -q GenFuture") == 0;
+    bool gen_future = run_shell("nm " + bin + " | grep -q GenFuture") == 0;
     if (gen_future) std::fprintf(stderr, "rust_probe_test: this rustc wraps async fns in GenFuture: not probed\n");
     std::vector<std::string> probes = {
         bin + ":app::handler::process_request:arg1", bin + ":hcrust::app::handler::process_request:arg1",
@@ -347,23 +308,23 @@ TEST_F(NamedProbeTest, AFullyInlinedFunctionSaysWhereItWasInlined) {
 // A stripped binary whose symbols are in a separate debug file, where Debian's -dbgsym packages
 // put them (/usr/lib/debug/.build-id/xx/yyyy.debug), or beside it by .gnu_debuglink.
 TEST_F(NamedProbeTest, AStrippedBinaryIsProbedByNameThroughItsDebugFile) {
-  std::string objcopy = tool("objcopy", "binutils");
+  std::string objcopy = find_tool("objcopy", "binutils");
   ASSERT_FALSE(objcopy.empty());
   std::string dir = temp_base() + "-strip";
-  ASSERT_EQ(sh("mkdir -p " + dir), 0);
+  ASSERT_EQ(run_shell("mkdir -p " + dir), 0);
   std::string bin = dir + "/pm-clones", debug = dir + "/pm-clones.debug";
-  ASSERT_EQ(sh(objcopy + " --only-keep-debug " + kClones + " " + debug + " && " + objcopy +
+  ASSERT_EQ(run_shell(objcopy + " --only-keep-debug " + kClones + " " + debug + " && " + objcopy +
                " --strip-all --add-gnu-debuglink=" + debug + " " + kClones + " " + bin),
             0);
   // Stripped and without its debug file: refused, and the error says where it looked.
-  ASSERT_EQ(sh("mv " + debug + " " + dir + "/moved.debug"), 0);
+  ASSERT_EQ(run_shell("mv " + debug + " " + dir + "/moved.debug"), 0);
   Outcome none = run({bin + ":billing::Engine::handle"}, {bin, "1"});
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.err.find("stripped"), std::string::npos) << none.err;
   EXPECT_NE(none.err.find("/usr/lib/debug/.build-id/"), std::string::npos) << none.err;
   EXPECT_NE(none.err.find("pm-clones.debug"), std::string::npos) << none.err;
   // Beside it, by .gnu_debuglink (its CRC checked).
-  ASSERT_EQ(sh("mv " + dir + "/moved.debug " + debug), 0);
+  ASSERT_EQ(run_shell("mv " + dir + "/moved.debug " + debug), 0);
   Outcome beside = run({bin + ":billing::Engine::handle"}, {bin, std::to_string(kRequests)});
   EXPECT_EQ(beside.exit_code, 0) << beside.err;
   EXPECT_EQ(calls(beside, "billing::Engine::handle"), kRequests) << beside.err;
@@ -373,14 +334,14 @@ TEST_F(NamedProbeTest, AStrippedBinaryIsProbedByNameThroughItsDebugFile) {
   std::string by_id = "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
   bool existed = ::access(by_id.c_str(), F_OK) == 0;
   ASSERT_FALSE(existed) << by_id << " exists already";
-  ASSERT_EQ(sh("mkdir -p $(dirname " + by_id + ") && mv " + debug + " " + by_id), 0);
+  ASSERT_EQ(run_shell("mkdir -p $(dirname " + by_id + ") && mv " + debug + " " + by_id), 0);
   Outcome found = run({bin + ":billing::Engine::handle", bin + ":shop::twice<long>(long)"},
                       {bin, std::to_string(kRequests)});
   ::unlink(by_id.c_str());
   EXPECT_EQ(found.exit_code, 0) << found.err;
   EXPECT_EQ(calls(found, "billing::Engine::handle"), kRequests) << found.err;
   EXPECT_EQ(calls(found, "shop::twice<long>"), kRequests) << found.err;
-  sh("rm -rf " + dir);
+  run_shell("rm -rf " + dir);
 }
 
 }  // namespace

@@ -2,12 +2,16 @@
 #include "sources/probes/probe_source.h"
 
 #include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string_view>
 #include <system_error>
@@ -20,6 +24,7 @@
 
 #include "probe.h"
 #include "probe.skel.h"
+#include "sources/probes/contexts.h"
 #include "sources/probes/uprobe_multi.h"
 
 namespace pm {
@@ -77,6 +82,21 @@ const MetricDesc kNoSlot = shown_by(probe_text, {"probe", "untracked_threads", K
 const MetricDesc kUnmatched =
     shown_by(probe_text, {"probe", "unmatched", K::kCounter, Unit::kNone,
                           "Returns or request ends without their start (begun before attaching)"});
+
+const MetricDesc kCtxPolls = shown_by(probe_text, {"probe", "context_polls", K::kCounter, Unit::kNone,
+                                                    "Polls read from the threads' context records"});
+const MetricDesc kCtxRequests = shown_by(probe_text, {"probe", "context_requests", K::kCounter, Unit::kNone,
+                                                      "Requests followed by thread context, finished"});
+const MetricDesc kCtxThreads = shown_by(probe_text, {"probe", "context_threads", K::kGauge, Unit::kNone,
+                                                     "Threads whose context record is read"});
+const MetricDesc kCtxLost =
+    shown_by(probe_text, {"probe", "context_polls_lost", K::kCounter, Unit::kNone,
+                          "Polls a thread's log overwrote before they were read"});
+const MetricDesc kCtxDropped = shown_by(probe_text, {"probe", "context_events_dropped", K::kCounter, Unit::kNone,
+                                                     "Kernel events of polls lost to a full ring buffer"});
+const MetricDesc kCtxUnreadable =
+    shown_by(probe_text, {"probe", "context_unreadable", K::kCounter, Unit::kNone,
+                          "Context records that could not be read (page absent, not a valid record)"});
 
 // Interval: probe    shop::process_request: 120 calls/s  latency p50 < 4.2 ms  p99 < 8.4 ms  on CPU 22.7% ...
 // Summary:  a table, one row per function; then what was lost, if anything.
@@ -142,11 +162,25 @@ void probe_text(TextBlock& b) {
              fmt::format("{:<24} {:.0f} calls left without a return (longjmp, exception)", "", abandoned->value));
     }
   }
+  const Shown* ctx_requests = b.take(kCtxRequests);
+  const Shown* ctx_polls = b.take(kCtxPolls);
+  const Shown* ctx_threads = b.take(kCtxThreads);
+  if (ctx_polls != nullptr && ctx_polls->value > 0) {
+    double threads = ctx_threads != nullptr ? ctx_threads->value : 0;
+    b.line(at++, b.summary() ? "probes" : "probe",
+           b.summary() ? fmt::format("thread context: {:.0f} requests in {:.0f} polls", ctx_requests ? ctx_requests->value : 0,
+                                     ctx_polls->value)
+                       : fmt::format("thread context: {:.0f} requests/s  {:.0f} polls/s  {:.0f} threads",
+                                     ctx_requests ? ctx_requests->rate : 0, ctx_polls->rate, threads));
+  }
   std::string lost;
   for (auto [desc, what] :
        {std::pair{&kDropped, "spans dropped (ring buffer full)"}, std::pair{&kTooDeep, "calls nested too deep to time"},
         std::pair{&kNoSlot, "calls not followed (too many threads)"},
-        std::pair{&kUnmatched, "returns without their call (begun before attaching)"}}) {
+        std::pair{&kUnmatched, "returns without their call (begun before attaching)"},
+        std::pair{&kCtxLost, "polls overwritten in a thread's log before they were read"},
+        std::pair{&kCtxDropped, "context events dropped (ring buffer full)"},
+        std::pair{&kCtxUnreadable, "context records not readable"}}) {
     const Shown* x = b.take(*desc);
     if (x != nullptr && x->value > 0) lost += fmt::format("{}{:.0f} {}", lost.empty() ? "" : ", ", x->value, what);
   }
@@ -204,6 +238,13 @@ struct ProbeSource::Impl {
   std::vector<pm_func_stats> per_cpu;
   std::vector<pm_probe_losses> losses;
 
+  // Thread context: the kernel's events of threads in polls (their own ring buffer), the
+  // threads' records, and the two joined into requests; read on a timer of its own.
+  std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> ctx_ring{nullptr, ring_buffer__free};
+  contexts::Reader reader;
+  contexts::Join join;
+  UniqueFd ctx_timer, wake;  // wake: an epoll set of the two rings and the timer
+
   bool stopped = false;
 
   // Taking a probe down waits for the kernel's grace periods; the multi links are released from
@@ -232,8 +273,43 @@ struct ProbeSource::Impl {
     return self->budget == 0 ? -EAGAIN : 0;
   }
 
-  void take(const pm_span& s) {
+  static int on_ctx(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<Impl*>(ctx);
+    if (size < sizeof(pm_ctx_event)) return 0;
+    pm_ctx_event e;
+    std::memcpy(&e, data, sizeof e);
+    if (e.kind == PM_CTX_THREAD) {
+      self->join.forget_thread(static_cast<int>(e.tid));
+      self->reader.thread(static_cast<int>(e.pid), static_cast<int>(e.tid), e.value);
+    } else if (e.kind == PM_CTX_EXIT) {
+      self->reader.exited(static_cast<int>(e.tid));
+    } else {
+      self->join.event(e);
+    }
+    return 0;
+  }
+
+  // The threads' records first, then the kernel's events: a poll read from a log has had all of
+  // its events sent by then.
+  void read_contexts(bool last) {
+    if (!ctx_ring) return;
+    reader.read(join);
+    ring_buffer__consume(ctx_ring.get());
+    auto out = [this](const Span& s) { deliver(s); };
+    if (last) {
+      join.flush(out, wall_at_mono_zero);
+    } else {
+      join.round(out, wall_at_mono_zero);
+    }
+  }
+
+  void deliver(const Span& s) {
     ++spans;
+    if (s.own_request) keep_if_slow(s);
+    if (handler) handler(s);
+  }
+
+  void take(const pm_span& s) {
     Span out;
     uint32_t f = s.func < names.size() ? s.func : PM_REQUEST_FUNC;
     out.function = names[f];
@@ -252,8 +328,7 @@ struct ProbeSource::Impl {
     out.bio_read_bytes = s.kside[PM_BIO_READ];
     out.bio_write_bytes = s.kside[PM_BIO_WRITE];
     out.page_faults = s.kside[PM_FAULTS];
-    if (out.own_request) keep_if_slow(out);
-    if (handler) handler(out);
+    deliver(out);
   }
 
   // A request is listed once: its USDT span and the span of a function that takes its ID
@@ -280,6 +355,17 @@ ProbeSource::~ProbeSource() = default;
 
 int ProbeSource::ring_fd() const { return ring_buffer__epoll_fd(impl_->ring.get()); }
 
+int ProbeSource::wake_fd() const { return impl_->wake ? impl_->wake.get() : ring_fd(); }
+
+void ProbeSource::on_wake() {
+  Impl& m = *impl_;
+  drain(kSpansPerWake);
+  if (!m.ctx_timer) return;
+  uint64_t expired = 0;
+  if (::read(m.ctx_timer.get(), &expired, sizeof expired) < 0 && errno != EAGAIN) return;
+  m.read_contexts(false);  // on the timer, and when the context ring filled up a quarter
+}
+
 void ProbeSource::drain(size_t bound) {
   impl_->budget = std::max<size_t>(bound, 1);
   // Once per drain, not per span: the wall clock at CLOCK_MONOTONIC's zero.
@@ -303,6 +389,7 @@ void ProbeSource::stop() {
   for (const pm_span_batch& b : left) {
     for (uint32_t i = 0; i < std::min<uint32_t>(b.n, PM_SPAN_BATCH); ++i) m.take(b.spans[i]);
   }
+  m.read_contexts(/*last=*/true);
 }
 
 void ProbeSource::on_span(std::function<void(const Span&)> handler) { impl_->handler = std::move(handler); }
@@ -314,6 +401,7 @@ void ProbeSource::collect(Samples& out) {
   // The spans before the figures they belong to; bounded like a wake-up's drain (a ring's
   // worth), so spans that keep coming cannot hold the tick.
   drain(PM_SPAN_RING_BYTES / sizeof(pm_span));
+  if (m.ctx_ring && !m.stopped) m.read_contexts(false);
   int fd = bpf_map__fd(m.skel->maps.funcs);
   m.per_cpu.resize(static_cast<size_t>(libbpf_num_possible_cpus()));
   for (uint32_t f : m.indexes) {
@@ -353,7 +441,17 @@ void ProbeSource::collect(Samples& out) {
       lost.too_deep += c.too_deep;
       lost.no_thread_slot += c.no_thread_slot;
       lost.unmatched += c.unmatched;
+      lost.ctx_events_dropped += c.ctx_events_dropped;
+      lost.ctx_read_failed += c.ctx_read_failed;
     }
+  }
+  if (m.ctx_ring) {
+    out.push_back({&kCtxPolls, kNoLabels, static_cast<double>(m.join.polls())});
+    out.push_back({&kCtxRequests, kNoLabels, static_cast<double>(m.join.requests())});
+    out.push_back({&kCtxThreads, kNoLabels, static_cast<double>(m.reader.threads())});
+    out.push_back({&kCtxLost, kNoLabels, static_cast<double>(m.reader.lost())});
+    out.push_back({&kCtxDropped, kNoLabels, static_cast<double>(lost.ctx_events_dropped)});
+    out.push_back({&kCtxUnreadable, kNoLabels, static_cast<double>(lost.ctx_read_failed + m.reader.unreadable())});
   }
   out.push_back({&kSpans, kNoLabels, static_cast<double>(m.spans)});
   out.push_back({&kDropped, kNoLabels, static_cast<double>(lost.spans_dropped)});
@@ -411,16 +509,42 @@ Status attach_each(ProbeSource::Impl& impl, const std::vector<probes::ResolvedPr
   return {};
 }
 
+// The context events' ring buffer, the timer that reads the threads' records, and the one fd
+// the event loop watches for both rings and the timer.
+Status open_contexts(ProbeSource::Impl& impl) {
+  impl.ctx_ring.reset(ring_buffer__new(bpf_map__fd(impl.skel->maps.ctx_events), &ProbeSource::Impl::on_ctx, &impl,
+                                       nullptr));
+  if (!impl.ctx_ring) return Error::from_errno(errno, "opening the thread context ring buffer");
+  impl.ctx_timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  if (!impl.ctx_timer) return Error::from_errno(errno, "timerfd_create");
+  itimerspec every{};
+  every.it_interval.tv_nsec = every.it_value.tv_nsec = ProbeSource::kContextReadMs * 1000000L;
+  if (::timerfd_settime(impl.ctx_timer.get(), 0, &every, nullptr) != 0) {
+    return Error::from_errno(errno, "timerfd_settime");
+  }
+  impl.wake.reset(::epoll_create1(EPOLL_CLOEXEC));
+  if (!impl.wake) return Error::from_errno(errno, "epoll_create1");
+  for (int fd : {ring_buffer__epoll_fd(impl.ring.get()), ring_buffer__epoll_fd(impl.ctx_ring.get()), impl.ctx_timer.get()}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (::epoll_ctl(impl.wake.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return Error::from_errno(errno, "epoll_ctl");
+  }
+  return {};
+}
+
 Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& target, bool multi) {
   auto impl = std::make_unique<ProbeSource::Impl>();
-  detail::BeforeLoad<probe_bpf> before_load;
-  if (multi) {
-    before_load = [](probe_bpf* s) {
+  bool contexts = target.has_usdt("context_thread");
+  detail::BeforeLoad<probe_bpf> before_load = [multi, contexts](probe_bpf* s) {
+    if (multi) {
       for (bpf_program* p : {s->progs.call_entry, s->progs.call_return}) {
         bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(probes::kUprobeMultiAttachType));
       }
-    };
-  }
+    }
+    // Every wakeup of the machine goes through it: only where a target publishes context.
+    bpf_program__set_autoload(s->progs.ctx_wakeup, contexts);
+  };
   auto loaded = load_skeleton<probe_bpf>("application probe", target.tree, /*btf_only=*/true, before_load);
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
@@ -435,7 +559,9 @@ Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& ta
     if (!usdt) return Error::from_errno(errno, "opening " + printable(target.usdt_binary) + " for its USDT probes");
     std::string usdt_path = "/proc/self/fd/" + std::to_string(usdt.get());
     for (auto [prog, name] : {std::pair{impl->skel->progs.request_begin, "request_begin"},
-                              std::pair{impl->skel->progs.request_end, "request_end"}}) {
+                              std::pair{impl->skel->progs.request_end, "request_end"},
+                              std::pair{impl->skel->progs.context_thread, "context_thread"}}) {
+      if (!target.has_usdt(name)) continue;
       bpf_link* link = bpf_program__attach_usdt(prog, -1, usdt_path.c_str(), "perf_monitor", name, nullptr);
       if (link == nullptr) {
         return Error::from_errno(errno, std::string("attaching to the USDT probe perf_monitor:") + name + " in " +
@@ -443,11 +569,12 @@ Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& ta
       }
       impl->links.emplace_back(link, bpf_link__destroy);
     }
-    impl->indexes.push_back(PM_REQUEST_FUNC);
+    if (target.has_usdt("request_begin")) impl->indexes.push_back(PM_REQUEST_FUNC);
   }
   impl->ring.reset(ring_buffer__new(bpf_map__fd(impl->skel->maps.spans), &ProbeSource::Impl::on_sample,
                                     impl.get(), nullptr));
   if (!impl->ring) return Error::from_errno(errno, "opening the span ring buffer");
+  if (contexts) PM_TRY(open_contexts(*impl));
   return impl;
 }
 

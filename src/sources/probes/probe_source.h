@@ -5,6 +5,7 @@
 // followed the same way, as function "request".
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,7 +21,11 @@ namespace pm {
 struct ProbeTarget {
   BpfLoadOptions tree;  // system-wide when track_tree is false
   std::vector<probes::ResolvedProbe> probes;
-  std::string usdt_binary;  // where to attach perf_monitor:request_begin/end; empty: nowhere
+  std::string usdt_binary;  // where to attach perf_monitor's USDT probes; empty: nowhere
+  std::vector<std::string> usdt_probes;  // which it has: request_begin/end, context_thread
+  [[nodiscard]] bool has_usdt(std::string_view name) const {
+    return std::find(usdt_probes.begin(), usdt_probes.end(), name) != usdt_probes.end();
+  }
 };
 
 class ProbeSource : public Source {
@@ -31,13 +36,17 @@ class ProbeSource : public Source {
   [[nodiscard]] std::string_view name() const override { return "probe"; }
   void collect(Samples& out) override;
 
-  // Readable (epoll) when spans wait; drain() hands at most `bound` of them to the handler, so
-  // a storm of calls cannot hold the event loop.
+  // Readable (epoll) when spans wait, or when the threads' context records are due to be read;
+  // drain() hands at most `bound` spans to the handler, so a storm of calls cannot hold the
+  // event loop.
   [[nodiscard]] int ring_fd() const;
   void drain(size_t bound);
   void on_span(std::function<void(const Span&)> handler) override;
-  [[nodiscard]] int wake_fd() const override { return ring_fd(); }
-  void on_wake() override { drain(kSpansPerWake); }
+  [[nodiscard]] int wake_fd() const override;
+  void on_wake() override;
+  // How often the threads' context records are read: a log of 4,096 polls (annotate.h's
+  // default) holds 40 ms of a thread that finishes 100,000 a second.
+  static constexpr int kContextReadMs = 10;
   void finish() override { stop(); }
   void report(EndReport& r) const override { r.slowest_requests = slowest_requests(); }
   static constexpr size_t kSpansPerWake = 4096;

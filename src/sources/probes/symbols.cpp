@@ -481,18 +481,26 @@ Result<ResolvedProbe> resolve_probe(const ProbeSpec& spec) {
   return r;
 }
 
-bool has_usdt_provider(const std::string& path, std::string_view provider) {
+std::vector<std::string> usdt_probes(const std::string& path, std::string_view provider) {
+  std::vector<std::string> names;
   auto f = open_elf(path);
-  if (!f || !check_probeable(f->elf.get(), path)) return false;
-  bool found = false;
+  if (!f || !check_probeable(f->elf.get(), path)) return names;
   // stapsdt note: three addresses (probe, base, semaphore), then provider\0name\0args\0.
   size_t skip = 3 * (gelf_getclass(f->elf.get()) == ELFCLASS64 ? 8 : 4);
   for_each_note(f->elf.get(), [&](uint32_t type, std::string_view name, std::string_view desc) {
     if (type != 3 || name != "stapsdt" || desc.size() <= skip) return;
     desc.remove_prefix(skip);
-    if (desc.substr(0, desc.find('\0')) == provider) found = true;
+    size_t end = desc.find('\0');
+    if (end == std::string_view::npos || desc.substr(0, end) != provider) return;
+    desc.remove_prefix(end + 1);
+    std::string probe(desc.substr(0, desc.find('\0')));
+    if (std::find(names.begin(), names.end(), probe) == names.end()) names.push_back(std::move(probe));
   });
-  return found;
+  return names;
+}
+
+bool has_usdt_provider(const std::string& path, std::string_view provider) {
+  return !usdt_probes(path, provider).empty();
 }
 
 }  // namespace pm::probes

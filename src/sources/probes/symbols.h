@@ -91,7 +91,9 @@ struct ResolvedProbe {
 // Finds the binary, opens it once and reads symbols and offset from that open file.
 Result<ResolvedProbe> resolve_probe(const ProbeSpec& spec);
 
-// Whether the ELF file carries USDT probes (.note.stapsdt) of `provider`.
+// The names of the ELF file's USDT probes (.note.stapsdt) of `provider`, each once.
+std::vector<std::string> usdt_probes(const std::string& path, std::string_view provider);
+// Whether the ELF file carries USDT probes of `provider`.
 bool has_usdt_provider(const std::string& path, std::string_view provider);
 
 // "shop::Cart::add(int, double) const" -> "shop::Cart::add"; "int max<int>(int, int)" ->

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sources/probes/contexts.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/fd.h"
+
+namespace pm::contexts {
+namespace {
+
+// The record's layout, version 1 (annotate.h's struct perf_monitor_context).
+struct RecordHead {
+  uint32_t active, version;
+  uint64_t id, head, begin_ns;
+  uint32_t capacity, reserved;
+};
+struct LogEntry {
+  uint64_t id, begin_ns, end_ns, flags;
+};
+static_assert(sizeof(RecordHead) == 40 && sizeof(LogEntry) == 32);
+constexpr uint32_t kMaxCapacity = 1u << 20;  // a larger log is not one a writer of this header made
+
+// The part of [a, b) inside [lo, hi).
+uint64_t overlap(uint64_t a, uint64_t b, uint64_t lo, uint64_t hi) {
+  uint64_t s = std::max(a, lo), e = std::min(b, hi);
+  return e > s ? e - s : 0;
+}
+
+double secs(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
+
+}  // namespace
+
+// ---- Join ----
+
+void Join::poll(int pid, int tid, uint64_t number, const Poll& p) {
+  Key k{pid, p.id};
+  auto it = requests_.find(k);
+  if (it != requests_.end() && it->second.done) {
+    // The ID was used again for a new request before the last one was handed on: that one is
+    // complete as far as it will ever be.
+    it->second.done_round = 0;
+    it->second.pending = 0;
+  }
+  ++requests_[k].pending;
+  read_now_.push_back({pid, tid, number, p});
+}
+
+void Join::event(const pm_ctx_event& e) {
+  if (e.kind != PM_CTX_GAP && e.kind != PM_CTX_BIO) return;
+  auto& list = events_[{static_cast<int>(e.tid), e.poll}];
+  if (list.size() < 4096) list.push_back(e);  // a poll with more stretches off the CPU keeps its first ones
+}
+
+void Join::forget_thread(int tid) {
+  events_.erase(events_.lower_bound({tid, 0}), events_.lower_bound({tid + 1, 0}));
+}
+
+void Join::take(const Read& r) {
+  ++polls_taken_;
+  const Poll& p = r.p;
+  uint64_t begin = p.begin_ns, end = std::max(p.end_ns, p.begin_ns);
+  Request& q = requests_[{r.pid, p.id}];
+  if (q.polls == 0) {
+    q.pid = r.pid;
+    q.tid = r.tid;
+    q.id = p.id;
+  }
+  ++q.polls;
+  if (q.pending > 0) --q.pending;
+  q.first_begin = std::min(q.first_begin, begin);
+  q.last_end = std::max(q.last_end, end);
+  q.run_ns += end - begin;
+  if (std::find(q.tids.begin(), q.tids.end(), r.tid) == q.tids.end() && q.tids.size() < 64) q.tids.push_back(r.tid);
+  // Its events, each clipped to the poll: a switch between the record's `active` and the clock
+  // read beside it lies partly outside.
+  auto first = events_.lower_bound({r.tid, 0});
+  auto mine = events_.find({r.tid, r.number});
+  if (mine != events_.end()) {
+    for (const pm_ctx_event& e : mine->second) {
+      if (e.kind == PM_CTX_BIO) {
+        if (e.out_ns < begin || e.out_ns > end) continue;
+        (e.reason ? q.bio_write : q.bio_read) += e.value;
+        continue;
+      }
+      uint64_t out = e.out_ns, in = std::max(e.in_ns, e.out_ns);
+      uint64_t woke = in - std::min<uint64_t>(e.runq_ns, in - out);
+      uint64_t blocked = overlap(out, woke, begin, end), runq = overlap(woke, in, begin, end);
+      if (blocked + runq == 0 && (out < begin || out >= end)) continue;
+      q.runq_ns += runq;
+      q.blocked_ns[std::min<uint32_t>(e.reason, PM_BLOCK_OTHER)] += blocked;
+      ++(e.involuntary ? q.involuntary : q.voluntary);
+      q.faults += e.value;
+    }
+  }
+  // This poll's events and any older ones of the thread (a poll lost from an overwritten log).
+  auto last = events_.upper_bound({r.tid, r.number});
+  events_.erase(first, last);
+  if (p.done) {
+    q.done = true;
+    q.done_round = round_;
+    finished_.push_back({r.pid, p.id});
+  }
+}
+
+void Join::emit(Request& q, const Out& out, WallClock::time_point wall_at_mono_zero) {
+  ++requests_out_;
+  if (!out) return;
+  Span s;
+  s.function = "request";
+  s.pid = q.pid;
+  s.tid = q.tid;
+  s.request_id = q.id;
+  s.own_request = true;
+  s.start = wall_at_mono_zero +
+            std::chrono::duration_cast<WallClock::duration>(std::chrono::nanoseconds(q.first_begin));
+  uint64_t span = q.last_end - q.first_begin;
+  s.seconds = secs(span);
+  uint64_t blocked = 0;
+  for (uint64_t b : q.blocked_ns) blocked += b;
+  uint64_t off = std::min(q.runq_ns + blocked, q.run_ns);
+  s.on_cpu_seconds = secs(q.run_ns - off);
+  s.runq_seconds = secs(q.runq_ns);
+  s.blocked_seconds = secs(blocked);
+  s.blocked_io_seconds = secs(q.blocked_ns[PM_BLOCK_IO]);
+  s.blocked_sleep_seconds = secs(q.blocked_ns[PM_BLOCK_SLEEP]);
+  s.blocked_lock_seconds = secs(q.blocked_ns[PM_BLOCK_LOCK]);
+  s.blocked_other_seconds = secs(q.blocked_ns[PM_BLOCK_OTHER]);
+  s.pending_seconds = secs(span > q.run_ns ? span - q.run_ns : 0);
+  s.voluntary_switches = q.voluntary;
+  s.involuntary_switches = q.involuntary;
+  s.bio_read_bytes = q.bio_read;
+  s.bio_write_bytes = q.bio_write;
+  s.page_faults = q.faults;
+  s.polls = q.polls;
+  s.threads = static_cast<uint32_t>(q.tids.size());
+  out(s);
+}
+
+void Join::round(const Out& out, WallClock::time_point wall_at_mono_zero) {
+  ++round_;
+  for (const Read& r : read_before_) take(r);
+  read_before_ = std::move(read_now_);
+  read_now_.clear();
+  std::vector<Key> waiting;
+  for (const Key& k : finished_) {
+    auto it = requests_.find(k);
+    if (it == requests_.end()) continue;
+    Request& q = it->second;
+    if (q.pending > 0 || q.done_round >= round_) {
+      waiting.push_back(k);
+      continue;
+    }
+    emit(q, out, wall_at_mono_zero);
+    requests_.erase(it);
+  }
+  finished_ = std::move(waiting);
+}
+
+void Join::flush(const Out& out, WallClock::time_point wall_at_mono_zero) {
+  for (const Read& r : read_before_) take(r);
+  for (const Read& r : read_now_) take(r);
+  read_before_.clear();
+  read_now_.clear();
+  for (const Key& k : finished_) {
+    auto it = requests_.find(k);
+    if (it == requests_.end()) continue;
+    emit(it->second, out, wall_at_mono_zero);
+    requests_.erase(it);
+  }
+  finished_.clear();
+  events_.clear();
+}
+
+// ---- Reader ----
+
+Reader::~Reader() {
+  for (auto& [tid, t] : threads_) {
+    if (t.map != nullptr) ::munmap(const_cast<unsigned char*>(t.map), t.size);
+  }
+}
+
+bool Reader::copy(const Thread& t, uint64_t offset, void* dst, size_t len) const {
+  if (t.map != nullptr) {
+    if (offset > t.size || len > t.size - offset) return false;
+    std::memcpy(dst, t.map + offset, len);
+    return true;
+  }
+  iovec local{dst, len};
+  iovec remote{reinterpret_cast<void*>(t.addr + offset), len};
+  return ::process_vm_readv(t.pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(len);
+}
+
+void Reader::thread(int pid, int tid, uint64_t addr) {
+  auto old = threads_.find(tid);
+  if (old != threads_.end()) {
+    if (old->second.map != nullptr) ::munmap(const_cast<unsigned char*>(old->second.map), old->second.size);
+    threads_.erase(old);
+  }
+  Thread t;
+  t.pid = pid;
+  t.addr = addr;
+  RecordHead h{};
+  if (!copy(t, 0, &h, sizeof h) || h.version != 1 || h.capacity == 0 || h.capacity > kMaxCapacity ||
+      (h.capacity & (h.capacity - 1)) != 0) {
+    ++bad_;
+    return;
+  }
+  t.capacity = h.capacity;
+  t.tail = 0;  // it announced the record at its first poll: every poll since counts
+  // The record's own pages: a sealed memory file of exactly the record's pages (that cannot
+  // shrink under the mapping), else it is read from the process.
+  size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t bytes = sizeof(RecordHead) + size_t{t.capacity} * sizeof(LogEntry);
+  size_t size = (bytes + page - 1) / page * page;
+  if (addr % page == 0) {
+    std::string path = fmt::format("/proc/{}/map_files/{:x}-{:x}", tid, addr, addr + size);
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    struct stat st {};
+    int seals = fd ? ::fcntl(fd.get(), F_GET_SEALS) : -1;
+    if (fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) == size &&
+        seals >= 0 && (seals & F_SEAL_SHRINK) != 0) {
+      void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+      if (m != MAP_FAILED) {
+        t.map = static_cast<const unsigned char*>(m);
+        t.size = size;
+      }
+    }
+  }
+  threads_[tid] = t;
+}
+
+void Reader::exited(int tid) {
+  auto it = threads_.find(tid);
+  if (it != threads_.end()) it->second.exited = true;
+}
+
+bool Reader::read_thread(int tid, Thread& t, Join& join) {
+  RecordHead h{};
+  if (!copy(t, 0, &h, sizeof h)) return false;
+  uint64_t head = h.head;
+  if (head < t.tail) {  // went back: not a log this header writes
+    ++bad_;
+    t.tail = head;
+    return true;
+  }
+  if (head - t.tail > t.capacity) {
+    lost_ += head - t.tail - t.capacity;
+    t.tail = head - t.capacity;
+  }
+  std::vector<LogEntry> got;
+  got.reserve(head - t.tail);
+  for (uint64_t n = t.tail; n < head;) {
+    uint64_t slot = n & (t.capacity - 1);
+    uint64_t run = std::min<uint64_t>(head - n, t.capacity - slot);  // up to the log's end
+    size_t at = got.size();
+    got.resize(at + run);
+    if (!copy(t, sizeof(RecordHead) + slot * sizeof(LogEntry), got.data() + at, run * sizeof(LogEntry))) return false;
+    n += run;
+  }
+  // Entries the thread overwrote while they were copied are not kept.
+  RecordHead again{};
+  uint64_t safe_from = t.tail;
+  if (copy(t, 0, &again, sizeof again) && again.head > t.capacity) {
+    safe_from = std::max(safe_from, again.head - t.capacity);
+  }
+  for (uint64_t n = t.tail; n < head; ++n) {
+    if (n < safe_from) {
+      ++lost_;
+      continue;
+    }
+    const LogEntry& e = got[n - t.tail];
+    join.poll(t.pid, tid, n, Poll{e.id, e.begin_ns, e.end_ns, (e.flags & 1) != 0});
+  }
+  t.tail = head;
+  return true;
+}
+
+void Reader::read(Join& join) {
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    Thread& t = it->second;
+    bool ok = read_thread(it->first, t, join);
+    if (!ok || t.exited) {
+      // (Its polls just read keep their events: they are taken in a later round.)
+      if (t.map != nullptr) ::munmap(const_cast<unsigned char*>(t.map), t.size);
+      it = threads_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+}
+
+}  // namespace pm::contexts

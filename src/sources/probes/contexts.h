@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// Thread context (include/perf-monitor/annotate.h) on perf-monitor's side. Each thread that
+// publishes context has a record in its memory: the poll it runs now, and a log of its finished
+// polls (request ID, begin and end on CLOCK_MONOTONIC). The kernel programs send what happened to
+// a thread while it was in a poll (its stretches off the CPU, its bios), and the Reader takes the
+// finished polls from the records; the Join puts the two together, clipped to each poll's own
+// begin and end, and adds up each request over its polls, whichever threads ran them.
+#pragma once
+
+#include <linux/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/span.h"
+#include "probe.h"
+
+namespace pm::contexts {
+
+// One finished poll, as a thread's log has it.
+struct Poll {
+  uint64_t id = 0;
+  uint64_t begin_ns = 0, end_ns = 0;
+  bool done = false;  // the request finished with it
+};
+
+class Join {
+ public:
+  using Out = std::function<void(const Span&)>;
+  // A poll read from thread `tid`'s log (its number on that thread).
+  void poll(int pid, int tid, uint64_t number, const Poll& p);
+  // A kernel event of a thread in a poll (GAP or BIO).
+  void event(const pm_ctx_event& e);
+  // A thread's record is new or gone: its poll numbers start again.
+  void forget_thread(int tid);
+  // The end of a round of reading. The polls read a round ago take their events (a poll's
+  // events were sent before it ended, so before its log entry was read; a round more covers a
+  // record another CPU had reserved and not yet committed). A request is handed on a round after
+  // its finishing poll was taken, once every poll read of it is in (a poll another thread ran
+  // before may be read a round later than the one that finished it).
+  void round(const Out& out, WallClock::time_point wall_at_mono_zero);
+  // The end of the run: everything taken, every finished request handed on.
+  void flush(const Out& out, WallClock::time_point wall_at_mono_zero);
+
+  [[nodiscard]] uint64_t polls() const { return polls_taken_; }
+  [[nodiscard]] uint64_t requests() const { return requests_out_; }
+  [[nodiscard]] size_t open_requests() const { return requests_.size(); }
+
+ private:
+  struct Read {
+    int pid, tid;
+    uint64_t number;
+    Poll p;
+  };
+  struct Request {
+    int pid = 0, tid = 0;  // the thread of its first poll
+    uint64_t id = 0;
+    uint64_t first_begin = UINT64_MAX, last_end = 0, run_ns = 0;  // run_ns: the polls' time
+    uint64_t runq_ns = 0, blocked_ns[PM_BLOCK_REASONS] = {};
+    uint64_t voluntary = 0, involuntary = 0, bio_read = 0, bio_write = 0, faults = 0;
+    uint32_t polls = 0, pending = 0;  // pending: read, not yet taken
+    std::vector<int> tids;
+    bool done = false;
+    uint64_t done_round = 0;
+  };
+  using Key = std::pair<int, uint64_t>;  // (pid, request ID)
+
+  void take(const Read& r);
+  void emit(Request& q, const Out& out, WallClock::time_point wall_at_mono_zero);
+
+  std::vector<Read> read_now_, read_before_;
+  std::map<std::pair<int, uint64_t>, std::vector<pm_ctx_event>> events_;  // by (tid, poll)
+  std::map<Key, Request> requests_;
+  std::vector<Key> finished_;  // requests whose finishing poll was taken
+  uint64_t round_ = 0, polls_taken_ = 0, requests_out_ = 0;
+};
+
+// The threads' records, each read where perf-monitor mapped the thread's memory file (it stays
+// readable once the process has exited), else from the process's memory while it lives.
+class Reader {
+ public:
+  Reader() = default;
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+  ~Reader();
+  // Thread `tid` of `pid` announced its record at `addr`.
+  void thread(int pid, int tid, uint64_t addr);
+  // It exited: its log is read once more, then let go.
+  void exited(int tid);
+  // Every thread's polls finished since the last read, into `join`.
+  void read(Join& join);
+
+  [[nodiscard]] size_t threads() const { return threads_.size(); }
+  [[nodiscard]] uint64_t lost() const { return lost_; }       // overwritten before they were read
+  [[nodiscard]] uint64_t unreadable() const { return bad_; }  // records that could not be read or were not valid
+
+ private:
+  struct Thread {
+    int pid = 0;
+    uint64_t addr = 0;
+    const unsigned char* map = nullptr;  // the record, mapped; nullptr: read from the process
+    size_t size = 0;
+    uint32_t capacity = 0;
+    uint64_t tail = 0;  // polls read so far
+    bool exited = false;
+  };
+  bool copy(const Thread& t, uint64_t offset, void* dst, size_t len) const;
+  bool read_thread(int tid, Thread& t, Join& join);
+
+  std::unordered_map<int, Thread> threads_;
+  uint64_t lost_ = 0, bad_ = 0;
+};
+
+}  // namespace pm::contexts

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+// The join of thread-context polls (from the threads' logs) with the kernel's events of each
+// poll: stretches off the CPU clipped to the poll, a request added up over polls on several
+// threads, and handed on only once every poll of it is in.
+#include "sources/probes/contexts.h"
+
+#include <gtest/gtest.h>
+
+namespace pm::contexts {
+namespace {
+
+constexpr uint64_t kMs = 1000000;
+
+pm_ctx_event gap(int tid, uint64_t poll, uint64_t out, uint64_t in, uint64_t runq, uint32_t reason,
+                 bool preempted = false) {
+  pm_ctx_event e{};
+  e.kind = PM_CTX_GAP;
+  e.pid = 100;
+  e.tid = static_cast<__u32>(tid);
+  e.poll = poll;
+  e.out_ns = out;
+  e.in_ns = in;
+  e.runq_ns = runq;
+  e.reason = reason;
+  e.involuntary = preempted ? 1 : 0;
+  return e;
+}
+
+pm_ctx_event bio(int tid, uint64_t poll, uint64_t at, uint64_t bytes, bool write) {
+  pm_ctx_event e{};
+  e.kind = PM_CTX_BIO;
+  e.pid = 100;
+  e.tid = static_cast<__u32>(tid);
+  e.poll = poll;
+  e.out_ns = e.in_ns = at;
+  e.value = bytes;
+  e.reason = write ? 1 : 0;
+  return e;
+}
+
+struct Collect {
+  std::vector<Span> spans;
+  Join::Out out() {
+    return [this](const Span& s) { spans.push_back(s); };
+  }
+};
+
+TEST(ContextJoin, ARequestOverThreePollsOnTwoThreadsAddsUp) {
+  Join j;
+  Collect c;
+  // Request 7: poll 0 on thread 1 (10..20 ms: blocked on I/O 12..16, then 1 ms waiting for a CPU),
+  // poll 0 on thread 2 (30..35 ms: preempted 31..32), poll 1 on thread 1 (40..42 ms), done.
+  j.event(gap(1, 0, 12 * kMs, 17 * kMs, 1 * kMs, PM_BLOCK_IO));
+  j.event(bio(1, 0, 11 * kMs, 8192, true));
+  j.event(gap(2, 0, 31 * kMs, 32 * kMs, 1 * kMs, PM_BLOCK_OTHER, true));
+  j.poll(100, 1, 0, {7, 10 * kMs, 20 * kMs, false});
+  j.poll(100, 2, 0, {7, 30 * kMs, 35 * kMs, false});
+  j.poll(100, 1, 1, {7, 40 * kMs, 42 * kMs, true});
+  j.round(c.out(), {});
+  EXPECT_TRUE(c.spans.empty()) << "polls are taken a round after they are read";
+  j.round(c.out(), {});
+  EXPECT_TRUE(c.spans.empty()) << "a request is handed on a round after its last poll is taken";
+  j.round(c.out(), {});
+  ASSERT_EQ(c.spans.size(), 1u);
+  const Span& s = c.spans[0];
+  EXPECT_EQ(s.request_id, 7u);
+  EXPECT_EQ(s.polls, 3u);
+  EXPECT_EQ(s.threads, 2u);
+  EXPECT_DOUBLE_EQ(s.seconds, 0.032);          // 10 .. 42 ms
+  EXPECT_NEAR(s.pending_seconds, 0.015, 1e-12);  // 32 ms less 17 ms in polls
+  EXPECT_NEAR(s.blocked_seconds, 0.004, 1e-12);
+  EXPECT_NEAR(s.blocked_io_seconds, 0.004, 1e-12);
+  EXPECT_NEAR(s.runq_seconds, 0.002, 1e-12);
+  EXPECT_NEAR(s.on_cpu_seconds, 0.011, 1e-12);  // 17 ms in polls, less 6 ms off the CPU
+  EXPECT_EQ(s.voluntary_switches, 1u);
+  EXPECT_EQ(s.involuntary_switches, 1u);
+  EXPECT_EQ(s.bio_write_bytes, 8192u);
+  EXPECT_EQ(j.open_requests(), 0u);
+}
+
+TEST(ContextJoin, AStretchOffTheCpuIsClippedToItsPoll) {
+  Join j;
+  Collect c;
+  // The switch came after the poll's end clock was read and before `active` was cleared: the
+  // stretch 20..25 ms lies after the poll (10..21 ms) but for 1 ms.
+  j.event(gap(1, 0, 20 * kMs, 25 * kMs, 0, PM_BLOCK_SLEEP));
+  j.event(bio(1, 0, 22 * kMs, 4096, false));  // after the poll: not its
+  j.poll(100, 1, 0, {9, 10 * kMs, 21 * kMs, true});
+  j.flush(c.out(), {});
+  ASSERT_EQ(c.spans.size(), 1u);
+  EXPECT_NEAR(c.spans[0].blocked_sleep_seconds, 0.001, 1e-12);
+  EXPECT_NEAR(c.spans[0].on_cpu_seconds, 0.010, 1e-12);
+  EXPECT_EQ(c.spans[0].bio_read_bytes, 0u);
+}
+
+TEST(ContextJoin, EventsOfPollsNeverReadAreDroppedWithTheNextPoll) {
+  Join j;
+  Collect c;
+  // Poll 3's log entry was overwritten before it was read; its event must not go to poll 4.
+  j.event(gap(1, 3, 5 * kMs, 9 * kMs, 0, PM_BLOCK_LOCK));
+  j.poll(100, 1, 4, {2, 10 * kMs, 12 * kMs, true});
+  j.flush(c.out(), {});
+  ASSERT_EQ(c.spans.size(), 1u);
+  EXPECT_EQ(c.spans[0].blocked_seconds, 0);
+  EXPECT_EQ(c.spans[0].voluntary_switches, 0u);
+}
+
+TEST(ContextJoin, AnUnfinishedRequestIsNotHandedOn) {
+  Join j;
+  Collect c;
+  j.poll(100, 1, 0, {5, 1 * kMs, 2 * kMs, false});
+  for (int i = 0; i < 3; ++i) j.round(c.out(), {});
+  j.flush(c.out(), {});
+  EXPECT_TRUE(c.spans.empty());
+  EXPECT_EQ(j.open_requests(), 1u);
+  EXPECT_EQ(j.polls(), 1u);
+}
+
+TEST(ContextJoin, SameIdInTwoProcessesIsTwoRequests) {
+  Join j;
+  Collect c;
+  j.poll(100, 1, 0, {5, 1 * kMs, 2 * kMs, true});
+  j.poll(200, 9, 0, {5, 1 * kMs, 4 * kMs, true});
+  j.flush(c.out(), {});
+  ASSERT_EQ(c.spans.size(), 2u);
+  EXPECT_NE(c.spans[0].pid, c.spans[1].pid);
+}
+
+}  // namespace
+}  // namespace pm::contexts
