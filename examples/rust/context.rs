@@ -13,7 +13,7 @@
 //! at its end. An async executor calls `poll_begin` before it polls a task's future and
 //! `poll_end(ready)` after: a request's kernel time then follows it from worker to worker, and
 //! its time between polls is reported as pending (executor.rs shows it). The pair is a few
-//! stores and two clock reads (vDSO): no trap into the kernel per request.
+//! stores and two reads of the CPU's counter: no trap into the kernel per request.
 //!
 //! Each thread's first `poll_begin` maps its record (a log of LOG finished polls) from a sealed
 //! memory file of its own and announces it to perf-monitor through the USDT probe
@@ -32,8 +32,8 @@ pub const LOG: usize = 4096;
 #[repr(C)]
 struct LogEntry {
     id: u64,
-    begin_ns: u64,
-    end_ns: u64,
+    begin: u64, // on the record's clock
+    end: u64,
     flags: u64, // 1: the request finished with this poll
 }
 
@@ -43,9 +43,9 @@ struct Record {
     version: u32,
     id: u64,
     head: AtomicU64, // polls finished so far: the running poll's number
-    begin_ns: u64,
+    begin: u64,
     capacity: u32,
-    reserved: u32,
+    clock: u32, // of begin and end: 0 CLOCK_MONOTONIC ns, 1 the x86 TSC, 2 arm64's CNTVCT_EL0
     log: [LogEntry; LOG],
 }
 
@@ -71,8 +71,31 @@ thread_local! {
     static RECORD: Cell<*mut Record> = const { Cell::new(ptr::null_mut()) };
 }
 
+/// The clock of the stamps: the CPU's own counter where there is one (cheaper than
+/// clock_gettime by half); perf-monitor maps it to CLOCK_MONOTONIC.
+#[cfg(target_arch = "x86_64")]
+const CLOCK: u32 = 1;
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn now_ns() -> u64 {
+fn stamp() -> u64 {
+    unsafe { std::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(target_arch = "aarch64")]
+const CLOCK: u32 = 2;
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+fn stamp() -> u64 {
+    let v: u64;
+    unsafe { std::arch::asm!("mrs {0}, cntvct_el0", out(reg) v, options(nomem, nostack)) };
+    v
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const CLOCK: u32 = 0;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[inline(always)]
+fn stamp() -> u64 {
     let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
     unsafe { clock_gettime(CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -171,6 +194,7 @@ fn new_record() -> *mut Record {
         }
         (*rec).version = 1;
         (*rec).capacity = LOG as u32;
+        (*rec).clock = CLOCK;
     }
     RECORD.with(|r| r.set(rec));
     announce(rec as u64);
@@ -197,7 +221,7 @@ pub fn poll_begin(id: u64) {
         // First: a switch from here on counts for the poll (its time is clipped to begin).
         ptr::write_volatile(&mut (*rec).active, 1);
         compiler_fence(Ordering::SeqCst);
-        ptr::write_volatile(&mut (*rec).begin_ns, now_ns());
+        ptr::write_volatile(&mut (*rec).begin, stamp());
     }
 }
 
@@ -212,12 +236,12 @@ pub fn poll_end(done: bool) {
         if ptr::read_volatile(&(*rec).active) == 0 {
             return;
         }
-        let end = now_ns();
+        let end = stamp();
         let head = (*rec).head.load(Ordering::Relaxed);
         let e = &mut (*rec).log[(head as usize) & (LOG - 1)];
         ptr::write_volatile(&mut e.id, (*rec).id);
-        ptr::write_volatile(&mut e.begin_ns, (*rec).begin_ns);
-        ptr::write_volatile(&mut e.end_ns, end);
+        ptr::write_volatile(&mut e.begin, (*rec).begin);
+        ptr::write_volatile(&mut e.end, end);
         ptr::write_volatile(&mut e.flags, if done { 1 } else { 0 });
         compiler_fence(Ordering::SeqCst);
         // Last: a switch until here counts for the poll (clipped to its end).

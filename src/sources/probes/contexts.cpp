@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,11 +23,11 @@ namespace {
 // The record's layout, version 1 (annotate.h's struct perf_monitor_context).
 struct RecordHead {
   uint32_t active, version;
-  uint64_t id, head, begin_ns;
-  uint32_t capacity, reserved;
+  uint64_t id, head, begin;
+  uint32_t capacity, clock;
 };
 struct LogEntry {
-  uint64_t id, begin_ns, end_ns, flags;
+  uint64_t id, begin, end, flags;
 };
 static_assert(sizeof(RecordHead) == 40 && sizeof(LogEntry) == 32);
 constexpr uint32_t kMaxCapacity = 1u << 20;  // a larger log is not one a writer of this header made
@@ -182,6 +183,69 @@ void Join::flush(const Out& out, WallClock::time_point wall_at_mono_zero) {
   events_.clear();
 }
 
+// ---- CounterClock ----
+
+uint64_t CounterClock::counter(uint32_t kind) {
+#if defined(__x86_64__)
+  if (kind == 1) return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+  if (kind == 2) {
+    uint64_t v;
+    __asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+  }
+#endif
+  (void)kind;
+  return 0;
+}
+
+namespace {
+uint64_t mono_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+}  // namespace
+
+void CounterClock::sample(uint32_t kind) {
+  auto point = [&] {
+    // The counter on both sides of the clock read: the clock's value at their middle.
+    uint64_t a = counter(kind), ns = mono_ns(), b = counter(kind);
+    if (a != 0 && b >= a) add(a + (b - a) / 2, ns);
+  };
+  if (points_.empty()) {
+    point();
+    ::usleep(2000);
+  }
+  point();
+}
+
+void CounterClock::add(uint64_t count, uint64_t ns) {
+  if (!points_.empty() && (count <= points_.back().first || ns <= points_.back().second)) return;
+  points_.emplace_back(count, ns);
+  // A point every reading (10 ms): the last 4,096 are about 40 s. The first stays: the slope
+  // from it is the steadiest.
+  if (points_.size() > 4096) points_.erase(points_.begin() + 1, points_.begin() + 1025);
+}
+
+uint64_t CounterClock::ns(uint64_t count) const {
+  if (points_.size() < 2) return 0;
+  // The two points around it (or the last two segments' worth at the ends).
+  auto after = std::upper_bound(points_.begin(), points_.end(), count,
+                                [](uint64_t c, const std::pair<uint64_t, uint64_t>& p) { return c < p.first; });
+  auto hi = after == points_.end() ? points_.end() - 1 : (after == points_.begin() ? after + 1 : after);
+  auto lo = hi - 1;
+  if (after == points_.end()) {
+    // Past the last point: on the slope of about the last second (at least 100 points back).
+    lo = hi - std::min<ptrdiff_t>(hi - points_.begin(), 100);
+  }
+  long double slope = static_cast<long double>(hi->second - lo->second) / static_cast<long double>(hi->first - lo->first);
+  const auto& anchor = after == points_.begin() ? *lo : *(after - 1);
+  long double ns = static_cast<long double>(anchor.second) +
+                   (static_cast<long double>(count) - static_cast<long double>(anchor.first)) * slope;
+  return ns <= 0 ? 0 : static_cast<uint64_t>(ns);
+}
+
 // ---- Reader ----
 
 Reader::~Reader() {
@@ -217,6 +281,11 @@ void Reader::thread(int pid, int tid, uint64_t addr) {
     return;
   }
   t.capacity = h.capacity;
+  t.clock = h.clock;
+  if (t.clock > 2 || (t.clock != 0 && CounterClock::counter(t.clock) == 0)) {
+    ++bad_;  // a clock this machine cannot read
+    return;
+  }
   t.tail = 0;  // it announced the record at its first poll: every poll since counts
   // The record's own pages: a sealed memory file of exactly the record's pages (that cannot
   // shrink under the mapping), else it is read from the process.
@@ -280,13 +349,24 @@ bool Reader::read_thread(int tid, Thread& t, Join& join) {
       continue;
     }
     const LogEntry& e = got[n - t.tail];
-    join.poll(t.pid, tid, n, Poll{e.id, e.begin_ns, e.end_ns, (e.flags & 1) != 0});
+    uint64_t begin = e.begin, end = e.end;
+    if (t.clock != 0) {
+      begin = counters_[t.clock].ns(begin);
+      end = counters_[t.clock].ns(end);
+    }
+    join.poll(t.pid, tid, n, Poll{e.id, begin, end, (e.flags & 1) != 0});
   }
   t.tail = head;
   return true;
 }
 
 void Reader::read(Join& join) {
+  // A point of every counter clock in use, before the polls that end before it are placed.
+  bool used[3] = {};
+  for (const auto& [tid, t] : threads_) used[t.clock] = true;
+  for (uint32_t k = 1; k < 3; ++k) {
+    if (used[k]) counters_[k].sample(k);
+  }
   for (auto it = threads_.begin(); it != threads_.end();) {
     Thread& t = it->second;
     bool ok = read_thread(it->first, t, join);

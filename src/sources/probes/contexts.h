@@ -80,6 +80,25 @@ class Join {
   uint64_t round_ = 0, polls_taken_ = 0, requests_out_ = 0;
 };
 
+// The writers' stamps on CLOCK_MONOTONIC. A record's clock is CLOCK_MONOTONIC itself, or the
+// CPU's counter (the x86 TSC, arm64's CNTVCT_EL0: half the cost of clock_gettime), read here
+// beside CLOCK_MONOTONIC at every reading of the records: a counter value is placed between the
+// two points around it (beyond the last, on the slope of about the last second).
+class CounterClock {
+ public:
+  // The counter of the records' clock `kind` on this machine (1 x86 TSC, 2 arm64 CNTVCT); 0
+  // where this CPU has none of that kind.
+  static uint64_t counter(uint32_t kind);
+  // Takes a point now (the first one twice, 2 ms apart, for a slope to begin with).
+  void sample(uint32_t kind);
+  void add(uint64_t count, uint64_t ns);  // a point (tests)
+  // CLOCK_MONOTONIC ns of a counter value; 0 while there are fewer than two points.
+  [[nodiscard]] uint64_t ns(uint64_t count) const;
+
+ private:
+  std::vector<std::pair<uint64_t, uint64_t>> points_;  // (count, ns), in order; the last ~40 s
+};
+
 // The threads' records, each read where perf-monitor mapped the thread's memory file (it stays
 // readable once the process has exited), else from the process's memory while it lives.
 class Reader {
@@ -106,6 +125,7 @@ class Reader {
     const unsigned char* map = nullptr;  // the record, mapped; nullptr: read from the process
     size_t size = 0;
     uint32_t capacity = 0;
+    uint32_t clock = 0;  // of its stamps: 0 CLOCK_MONOTONIC, else a CounterClock kind
     uint64_t tail = 0;  // polls read so far
     bool exited = false;
   };
@@ -113,6 +133,7 @@ class Reader {
   bool read_thread(int tid, Thread& t, Join& join);
 
   std::unordered_map<int, Thread> threads_;
+  CounterClock counters_[3];  // by clock kind (0 unused)
   uint64_t lost_ = 0, bad_ = 0;
 };
 

@@ -4,6 +4,9 @@
 // threads, and handed on only once every poll of it is in.
 #include "sources/probes/contexts.h"
 
+#include <time.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 namespace pm::contexts {
@@ -124,6 +127,37 @@ TEST(ContextJoin, SameIdInTwoProcessesIsTwoRequests) {
   j.flush(c.out(), {});
   ASSERT_EQ(c.spans.size(), 2u);
   EXPECT_NE(c.spans[0].pid, c.spans[1].pid);
+}
+
+TEST(CounterClock, PlacesACountBetweenItsPointsAndPastTheLast) {
+  CounterClock c;
+  EXPECT_EQ(c.ns(100), 0u) << "no slope from one point";
+  c.add(1000, 5000);
+  c.add(3000, 6000);   // 2 counts a ns
+  c.add(5000, 8000);   // 1 count a ns
+  EXPECT_EQ(c.ns(2000), 5500u);
+  EXPECT_EQ(c.ns(4000), 7000u);
+  // Past the last point: on the slope of the last points (here all three: 0.75 ns a count).
+  EXPECT_EQ(c.ns(6000), 8750u);
+  EXPECT_EQ(c.ns(0), 4500u);
+}
+
+TEST(CounterClock, TheMachinesCounterAgreesWithClockMonotonic) {
+  uint32_t kind = CounterClock::counter(1) != 0 ? 1 : (CounterClock::counter(2) != 0 ? 2 : 0);
+  if (kind == 0) GTEST_SKIP() << "this CPU has no counter the context records use (x86 TSC, arm64 CNTVCT)";
+  CounterClock c;
+  c.sample(kind);  // two points, 2 ms apart
+  for (int i = 0; i < 5; ++i) {
+    ::usleep(10000);
+    c.sample(kind);
+  }
+  ::usleep(5000);
+  timespec ts{};
+  uint64_t count = CounterClock::counter(kind);
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+  // 5 ms past the last point: within 20 µs (a loaded machine's read pair takes microseconds).
+  EXPECT_NEAR(static_cast<double>(c.ns(count)), static_cast<double>(now), 20e3);
 }
 
 }  // namespace
