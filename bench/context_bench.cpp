@@ -3,13 +3,14 @@
 // application and the kernel.
 //   context_bench pairs N         N perf_monitor_poll_begin/end pairs, then N USDT request pairs
 //                                 (PERF_MONITOR_REQUEST_BEGIN/END), then N empty turns: ns each
-//   context_bench pingpong N A    N round trips of one byte between two threads pinned to one
-//                                 CPU (2 blocking switches and 2 wakeups a trip); A = 1: each
-//                                 side's trip is a poll (its thread blocks inside it); prints
-//                                 usecs/op
+//   context_bench pingpong N A    N round trips of one byte between two processes pinned to one
+//                                 CPU, as perf bench sched pipe (2 blocking switches and 2
+//                                 wakeups a trip); A = 1: each side's trip is a poll (it blocks
+//                                 inside it); prints usecs/op
 //   context_bench rate R S        a thread per CPU, each finishing R requests a second (a poll
 //                                 of a few hundred ns each) for S seconds; prints how many
 #include <sched.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,19 +64,22 @@ int pairs(long n) {
   return 0;
 }
 
+// As perf bench sched pipe: two processes (the second forked) on one CPU.
 int pingpong(long n, bool annotate) {
   pin(0);
   int ping[2], pong[2];
   if (::pipe(ping) != 0 || ::pipe(pong) != 0) return 1;
-  std::thread other([&] {
-    pin(0);
+  pid_t child = ::fork();
+  if (child < 0) return 1;
+  if (child == 0) {
     char c;
     for (long i = 0; i < n; ++i) {
       if (annotate) perf_monitor_poll_begin(static_cast<uint64_t>(i) * 2 + 1);
-      if (::read(ping[0], &c, 1) != 1 || ::write(pong[1], &c, 1) != 1) std::exit(1);
+      if (::read(ping[0], &c, 1) != 1 || ::write(pong[1], &c, 1) != 1) ::_exit(1);
       if (annotate) perf_monitor_poll_end(1);
     }
-  });
+    ::_exit(0);
+  }
   char c = 'x';
   double t0 = now_s();
   for (long i = 0; i < n; ++i) {
@@ -84,7 +88,8 @@ int pingpong(long n, bool annotate) {
     if (annotate) perf_monitor_poll_end(1);
   }
   double t1 = now_s();
-  other.join();
+  int status = 0;
+  ::waitpid(child, &status, 0);
   std::printf("%.3f usecs/op\n", (t1 - t0) * 1e6 / static_cast<double>(n));
   return 0;
 }

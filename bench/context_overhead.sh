@@ -3,8 +3,9 @@
 # What thread context (include/perf-monitor/annotate.h) costs, side by side in one run:
 #   1. the application's side: ns per perf_monitor_poll_begin/end pair, bare and under
 #      `perf-monitor run` (which reads the records), beside the USDT request pair (a trap each);
-#   2. the kernel's side: a ping-pong of two threads pinned to one CPU whose every trip is a poll
-#      (the thread blocks inside it: each switch reads its record), interleaved rounds, medians:
+#   2. the kernel's side: a ping-pong of two processes pinned to one CPU (as perf bench sched
+#      pipe) whose every trip is a poll (it blocks inside it: each switch reads its record),
+#      interleaved rounds, medians:
 #        bare       not annotated, nothing attached
 #        bare-ctx   annotated, nothing attached (the pair's own cost)
 #        run        not annotated, under `perf-monitor run` (eBPF sources only)
@@ -21,9 +22,8 @@ cb="$build/bench/context_bench"
 printf '[pmc]\nenabled = false\n' > /tmp/pm-bench-kernel.toml
 
 echo "-- the annotation pair, ns (10,000,000 each)"
-printf 'bare:      '; "$cb" pairs 10000000 | paste -sd' '
-printf 'attached:  '; "$pm" --config /tmp/pm-bench-kernel.toml run --output /dev/null -- "$cb" pairs 10000000 |
-  paste -sd' '
+echo "bare:      $("$cb" pairs 10000000 | paste -sd' ')"
+echo "attached:  $("$pm" --config /tmp/pm-bench-kernel.toml run --output /dev/null -- "$cb" pairs 10000000 | paste -sd' ')"
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 us() { awk '/usecs\/op/ {print $1}'; }

@@ -363,7 +363,7 @@ void ProbeSource::on_wake() {
   if (!m.ctx_timer) return;
   uint64_t expired = 0;
   if (::read(m.ctx_timer.get(), &expired, sizeof expired) < 0 && errno != EAGAIN) return;
-  m.read_contexts(false);  // on the timer, and when the context ring filled up a quarter
+  m.read_contexts(false);  // on the timer (the context ring wakes no one)
 }
 
 void ProbeSource::drain(size_t bound) {
