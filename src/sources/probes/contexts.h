@@ -50,6 +50,8 @@ class Join {
   [[nodiscard]] uint64_t polls() const { return polls_taken_; }
   [[nodiscard]] uint64_t requests() const { return requests_out_; }
   [[nodiscard]] size_t open_requests() const { return requests_.size(); }
+  // Polls and events not kept: past the bounds on open requests and unread stretches.
+  [[nodiscard]] uint64_t dropped() const { return dropped_; }
 
  private:
   struct Read {
@@ -77,7 +79,7 @@ class Join {
   std::map<std::pair<int, uint64_t>, std::vector<pm_ctx_event>> events_;  // by (tid, poll)
   std::map<Key, Request> requests_;
   std::vector<Key> finished_;  // requests whose finishing poll was taken
-  uint64_t round_ = 0, polls_taken_ = 0, requests_out_ = 0;
+  uint64_t round_ = 0, polls_taken_ = 0, requests_out_ = 0, dropped_ = 0;
 };
 
 // The writers' stamps on CLOCK_MONOTONIC. A record's clock is CLOCK_MONOTONIC itself, or the

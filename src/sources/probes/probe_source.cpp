@@ -449,7 +449,7 @@ void ProbeSource::collect(Samples& out) {
     out.push_back({&kCtxPolls, kNoLabels, static_cast<double>(m.join.polls())});
     out.push_back({&kCtxRequests, kNoLabels, static_cast<double>(m.join.requests())});
     out.push_back({&kCtxThreads, kNoLabels, static_cast<double>(m.reader.threads())});
-    out.push_back({&kCtxLost, kNoLabels, static_cast<double>(m.reader.lost())});
+    out.push_back({&kCtxLost, kNoLabels, static_cast<double>(m.reader.lost() + m.join.dropped())});
     out.push_back({&kCtxDropped, kNoLabels, static_cast<double>(lost.ctx_events_dropped)});
     out.push_back({&kCtxUnreadable, kNoLabels, static_cast<double>(lost.ctx_read_failed + m.reader.unreadable())});
   }
