@@ -250,6 +250,31 @@ static __always_inline bool ctx_read(struct pm_thread *t, struct pm_ctx_head *h)
 
 static __always_inline __u64 faults_of(struct task_struct *task) { return task->min_flt + task->maj_flt; }
 
+// An event of `task`: its kind and thread, the rest zero.
+static __always_inline void ctx_event(struct pm_ctx_event *e, __u32 kind, struct task_struct *task) {
+  __builtin_memset(e, 0, sizeof(*e));
+  e->kind = kind;
+  e->pid = task->tgid;
+  e->tid = task->pid;
+}
+
+// The stretch `task` spent off the CPU from its switch out at t->out_at, `off` long, inside the
+// poll it was in then; its last `runq` waiting for a CPU.
+static __always_inline void ctx_send_gap(struct task_struct *task, struct pm_thread *t, __u64 off, __u64 runq,
+                                         __u64 faults) {
+  struct pm_ctx_event e;
+  ctx_event(&e, PM_CTX_GAP, task);
+  e.reason = t->ctx_reason;
+  e.involuntary = t->out_runnable;
+  e.poll = t->ctx_poll;
+  e.id = t->ctx_id;
+  e.out_ns = t->out_at;
+  e.in_ns = t->out_at + off;
+  e.runq_ns = runq < off ? runq : off;
+  e.value = faults;
+  ctx_send(&e);
+}
+
 // Why a thread blocks: waiting for I/O (io_schedule: a bio, a page being read), or by the system
 // call it is in: a sleep, a futex (a lock or a condition variable), a file sync (the journal's
 // commit); anything else (a pipe, a socket, poll) is other.
@@ -276,6 +301,7 @@ static __always_inline __u32 block_reason(struct task_struct *prev) {
 static __always_inline void ctx_out(struct task_struct *prev, struct pm_thread *t, bool runnable) {
   struct pm_ctx_head h;
   t->ctx_in_poll = 0;
+  t->ctx_switches = prev->nvcsw + prev->nivcsw;  // (this switch counted)
   if (!prev->mm) return;  // exiting: its memory is gone
   if (!ctx_read(t, &h) || h.active != 1) return;
   t->ctx_in_poll = 1;
@@ -301,16 +327,6 @@ static __always_inline __u64 rq_clock_of(struct task_struct *t) {
 // clock, what run_delay adds up).
 static __always_inline void ctx_back(struct task_struct *next, struct pm_thread *t, __u64 now) {
   t->ctx_in_poll = 0;
-  struct pm_ctx_event e = {};
-  e.kind = PM_CTX_GAP;
-  e.pid = next->tgid;
-  e.tid = next->pid;
-  e.reason = t->ctx_reason;
-  e.involuntary = t->out_runnable;
-  e.poll = t->ctx_poll;
-  e.id = t->ctx_id;
-  e.out_ns = t->out_at;
-  e.in_ns = now;
   __u64 gap = now > t->out_at ? now - t->out_at : 0;
   __u64 woke = t->ctx_wake_at, wait;
   if (t->out_runnable) {
@@ -322,10 +338,8 @@ static __always_inline void ctx_back(struct task_struct *next, struct pm_thread 
     __u64 queued = next->sched_info.last_queued, clock = rq_clock_of(next);
     wait = queued && clock > queued ? clock - queued : 0;
   }
-  e.runq_ns = wait < gap ? wait : gap;
   __u64 f = faults_of(next);
-  e.value = f > t->ctx_faults_at_in ? f - t->ctx_faults_at_in : 0;
-  ctx_send(&e);
+  ctx_send_gap(next, t, gap, wait, f > t->ctx_faults_at_in ? f - t->ctx_faults_at_in : 0);
 }
 
 // A thread in a poll left the CPU at out_at and is leaving it again now, but its switch in was
@@ -341,17 +355,29 @@ static __always_inline void ctx_unseen_back(struct task_struct *prev, struct pm_
   __u64 ran = exec > t->exec_at_out ? exec - t->exec_at_out : 0;
   __u64 off = span > ran ? span - ran : 0;
   __u64 waited = delay > t->delay_at_out ? delay - t->delay_at_out : 0;
-  struct pm_ctx_event e = {};
-  e.kind = PM_CTX_GAP;
-  e.pid = prev->tgid;
-  e.tid = prev->pid;
-  e.reason = t->ctx_reason;
-  e.involuntary = t->out_runnable;
-  e.poll = t->ctx_poll;
-  e.id = t->ctx_id;
-  e.out_ns = t->out_at;
-  e.in_ns = t->out_at + off;
-  e.runq_ns = waited < off ? waited : off;
+  ctx_send_gap(prev, t, off, waited, 0);
+}
+
+// Back on a CPU at `now`, with a switch out since its last switch in seen that the kernel did not
+// trace for us (its switch count moved): the stretch off the CPU ended now and lasted its time
+// since that switch in less its CPU time since. Which poll it was in is not known here; user
+// space places it by its time among the thread's polls. Its wait for a CPU, by the scheduler's
+// queue stamp.
+static __always_inline void ctx_unseen_out(struct task_struct *next, struct pm_thread *t, __u64 now) {
+  __u64 span = now > t->ctx_in_at ? now - t->ctx_in_at : 0;
+  __u64 exec = next->se.sum_exec_runtime;
+  __u64 ran = exec > t->ctx_exec_at_in ? exec - t->ctx_exec_at_in : 0;
+  __u64 off = span > ran ? span - ran : 0;
+  if (!off) return;
+  __u64 queued = next->sched_info.last_queued, clock = rq_clock_of(next);
+  __u64 wait = queued && clock > queued ? clock - queued : 0;
+  struct pm_ctx_event e;
+  ctx_event(&e, PM_CTX_GAP, next);
+  e.reason = PM_BLOCK_OTHER;
+  e.poll = PM_CTX_POLL_UNKNOWN;
+  e.out_ns = now - off;
+  e.in_ns = now;
+  e.runq_ns = wait < off ? wait : off;
   ctx_send(&e);
 }
 
@@ -365,10 +391,8 @@ int BPF_USDT(context_thread, __u64 addr) {
   if (!t) return 0;
   t->ctx_addr = addr;
   t->ctx_faults_at_in = faults_of(task);
-  struct pm_ctx_event e = {};
-  e.kind = PM_CTX_THREAD;
-  e.pid = task->tgid;
-  e.tid = task->pid;
+  struct pm_ctx_event e;
+  ctx_event(&e, PM_CTX_THREAD, task);
   e.value = addr;
   ctx_send(&e);
   return 0;
@@ -541,8 +565,18 @@ int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_str
   if (nt) {
     if (!now) now = bpf_ktime_get_ns();
     nt->in_at = now;
-    if (nt->ctx_in_poll) ctx_back(next, nt, now);
-    if (nt->ctx_addr) nt->ctx_faults_at_in = faults_of(next);
+    if (nt->ctx_addr) {
+      __u64 switches = next->nvcsw + next->nivcsw;
+      if (nt->ctx_in_poll) {
+        ctx_back(next, nt, now);
+      } else if (nt->ctx_in_at && switches != nt->ctx_switches) {
+        ctx_unseen_out(next, nt, now);
+      }
+      nt->ctx_faults_at_in = faults_of(next);
+      nt->ctx_in_at = now;
+      nt->ctx_exec_at_in = next->se.sum_exec_runtime;
+      nt->ctx_switches = switches;
+    }
   }
   return 0;
 }
@@ -557,11 +591,8 @@ int BPF_PROG(btf_bio_queue, struct bio *bio) {
   t->acc[op ? PM_BIO_WRITE : PM_BIO_READ] += bytes;
   struct pm_ctx_head h;
   if (t->ctx_addr && bytes && ctx_read(t, &h) && h.active == 1) {
-    struct task_struct *task = bpf_get_current_task_btf();
-    struct pm_ctx_event e = {};
-    e.kind = PM_CTX_BIO;
-    e.pid = task->tgid;
-    e.tid = task->pid;
+    struct pm_ctx_event e;
+    ctx_event(&e, PM_CTX_BIO, bpf_get_current_task_btf());
     e.reason = op;
     e.poll = h.head;
     e.id = h.id;
@@ -588,10 +619,8 @@ int BPF_PROG(btf_exit, struct task_struct *p) {
   }
   if (t->ctx_addr) {
     // Its record stays (the process keeps it): user space reads its last polls, then forgets it.
-    struct pm_ctx_event e = {};
-    e.kind = PM_CTX_EXIT;
-    e.pid = p->tgid;
-    e.tid = p->pid;
+    struct pm_ctx_event e;
+    ctx_event(&e, PM_CTX_EXIT, p);
     e.value = t->ctx_addr;
     ctx_send(&e);
   }

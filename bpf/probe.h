@@ -77,6 +77,7 @@ struct pm_ctx_event {
   __u64 value;       /* THREAD: the record's address; GAP: page faults in the stretch before out_ns; BIO: bytes */
 };
 #define PM_CTX_RING_BYTES (1 << 20)
+#define PM_CTX_POLL_UNKNOWN (~0ULL) /* GAP: a stretch whose switch out was not seen: placed by its time */
 
 /* An open call: when it began, its request ID, and the thread's figures then. */
 struct pm_frame {
@@ -101,6 +102,9 @@ struct pm_thread {
   /* Thread context: its record's address (0: none), and the poll it was in when it last left the
    * CPU (ctx_in_poll), with the wait's reason, when it was woken, and its faults at switch in. */
   __u64 ctx_addr, ctx_poll, ctx_id, ctx_wake_at, ctx_faults_at_in;
+  /* At its last switch in seen: when, its CPU time, and its switch count (a switch out between
+   * that the kernel did not trace shows in the count at the next switch in). */
+  __u64 ctx_in_at, ctx_exec_at_in, ctx_switches;
   __u32 ctx_in_poll, ctx_reason;
   struct pm_frame request; /* the open perf_monitor:request span */
   struct pm_frame frames[PM_MAX_DEPTH];

@@ -49,14 +49,15 @@ struct Record {
     log: [LogEntry; LOG],
 }
 
+/// `struct timespec`, and `clock_gettime` (also for the code that uses this module).
 #[repr(C)]
-struct Timespec {
-    tv_sec: i64,
-    tv_nsec: i64,
+pub struct Timespec {
+    pub tv_sec: i64,
+    pub tv_nsec: i64,
 }
 
 extern "C" {
-    fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+    pub fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
     fn memfd_create(name: *const u8, flags: u32) -> i32;
     fn ftruncate(fd: i32, len: i64) -> i32;
     fn fcntl(fd: i32, cmd: i32, ...) -> i32;
@@ -102,66 +103,47 @@ fn stamp() -> u64 {
 }
 
 /// The USDT probe perf_monitor:context_thread, the record's address as its argument: the note
-/// systemtap's <sys/sdt.h> writes, and a `nop` in the code.
+/// systemtap's <sys/sdt.h> writes, and a `nop` in the code. `options` are the target's.
+macro_rules! usdt_context_thread {
+    ($addr:expr, $($options:tt)*) => {
+        std::arch::asm!(
+            "990: nop",
+            ".pushsection .note.stapsdt,\"?\",\"note\"",
+            ".balign 4",
+            ".4byte 992f-991f, 994f-993f, 3",
+            "991: .asciz \"stapsdt\"",
+            "992: .balign 4",
+            "993: .8byte 990b",
+            ".8byte _.stapsdt.base",
+            ".8byte 0",
+            ".asciz \"perf_monitor\"",
+            ".asciz \"context_thread\"",
+            ".asciz \"8@{0}\"",
+            "994: .balign 4",
+            ".popsection",
+            ".ifndef _.stapsdt.base",
+            ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat",
+            ".weak _.stapsdt.base",
+            ".hidden _.stapsdt.base",
+            "_.stapsdt.base: .space 1",
+            ".size _.stapsdt.base, 1",
+            ".popsection",
+            ".endif",
+            in(reg) $addr,
+            options($($options)*),
+        )
+    };
+}
+
 #[inline(always)]
 fn announce(addr: u64) {
     #[cfg(target_arch = "x86_64")]
     unsafe {
-        std::arch::asm!(
-            "990: nop",
-            ".pushsection .note.stapsdt,\"?\",\"note\"",
-            ".balign 4",
-            ".4byte 992f-991f, 994f-993f, 3",
-            "991: .asciz \"stapsdt\"",
-            "992: .balign 4",
-            "993: .8byte 990b",
-            ".8byte _.stapsdt.base",
-            ".8byte 0",
-            ".asciz \"perf_monitor\"",
-            ".asciz \"context_thread\"",
-            ".asciz \"8@{0}\"",
-            "994: .balign 4",
-            ".popsection",
-            ".ifndef _.stapsdt.base",
-            ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat",
-            ".weak _.stapsdt.base",
-            ".hidden _.stapsdt.base",
-            "_.stapsdt.base: .space 1",
-            ".size _.stapsdt.base, 1",
-            ".popsection",
-            ".endif",
-            in(reg) addr,
-            options(att_syntax, nostack, preserves_flags),
-        );
+        usdt_context_thread!(addr, att_syntax, nostack, preserves_flags);
     }
     #[cfg(target_arch = "aarch64")]
     unsafe {
-        std::arch::asm!(
-            "990: nop",
-            ".pushsection .note.stapsdt,\"?\",\"note\"",
-            ".balign 4",
-            ".4byte 992f-991f, 994f-993f, 3",
-            "991: .asciz \"stapsdt\"",
-            "992: .balign 4",
-            "993: .8byte 990b",
-            ".8byte _.stapsdt.base",
-            ".8byte 0",
-            ".asciz \"perf_monitor\"",
-            ".asciz \"context_thread\"",
-            ".asciz \"8@{0}\"",
-            "994: .balign 4",
-            ".popsection",
-            ".ifndef _.stapsdt.base",
-            ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat",
-            ".weak _.stapsdt.base",
-            ".hidden _.stapsdt.base",
-            "_.stapsdt.base: .space 1",
-            ".size _.stapsdt.base, 1",
-            ".popsection",
-            ".endif",
-            in(reg) addr,
-            options(nostack, preserves_flags),
-        );
+        usdt_context_thread!(addr, nostack, preserves_flags);
     }
 }
 

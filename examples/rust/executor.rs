@@ -28,18 +28,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-#[repr(C)]
-struct Timespec {
-    tv_sec: i64,
-    tv_nsec: i64,
-}
 extern "C" {
-    fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
     fn gettid() -> i32;
 }
 fn clock_ns(clock: i32) -> u64 {
-    let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { clock_gettime(clock, &mut ts) };
+    let mut ts = context::Timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { context::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 const CLOCK_MONOTONIC: i32 = 1;

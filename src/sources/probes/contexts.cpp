@@ -71,6 +71,15 @@ void Join::poll(int pid, int tid, uint64_t number, const Poll& p) {
 
 void Join::event(const pm_ctx_event& e) {
   if (e.kind != PM_CTX_GAP && e.kind != PM_CTX_BIO) return;
+  if (e.poll == PM_CTX_POLL_UNKNOWN) {
+    auto& list = loose_[static_cast<int>(e.tid)];
+    if (list.size() < 4096) {
+      list.push_back(e);
+    } else {
+      ++dropped_;
+    }
+    return;
+  }
   std::pair<int, uint64_t> key{static_cast<int>(e.tid), e.poll};
   if (events_.size() >= kMaxPending && events_.find(key) == events_.end()) {
     ++dropped_;
@@ -82,6 +91,7 @@ void Join::event(const pm_ctx_event& e) {
 
 void Join::forget_thread(int tid) {
   events_.erase(events_.lower_bound({tid, 0}), events_.lower_bound({tid + 1, 0}));
+  loose_.erase(tid);
 }
 
 void Join::take(const Read& r) {
@@ -102,6 +112,16 @@ void Join::take(const Read& r) {
   if (std::find(q.tids.begin(), q.tids.end(), r.tid) == q.tids.end() && q.tids.size() < 64) q.tids.push_back(r.tid);
   // Its events, each clipped to the poll: a switch between the record's `active` and the clock
   // read beside it lies partly outside.
+  auto gap = [&](const pm_ctx_event& e) {
+    uint64_t out = e.out_ns, in = std::max(e.in_ns, e.out_ns);
+    uint64_t woke = in - std::min<uint64_t>(e.runq_ns, in - out);
+    uint64_t blocked = overlap(out, woke, begin, end), runq = overlap(woke, in, begin, end);
+    if (blocked + runq == 0 && (out < begin || out >= end)) return;
+    q.runq_ns += runq;
+    q.blocked_ns[std::min<uint32_t>(e.reason, PM_BLOCK_OTHER)] += blocked;
+    ++(e.involuntary ? q.involuntary : q.voluntary);
+    q.faults += e.value;
+  };
   auto first = events_.lower_bound({r.tid, 0});
   auto mine = events_.find({r.tid, r.number});
   if (mine != events_.end()) {
@@ -111,15 +131,18 @@ void Join::take(const Read& r) {
         (e.reason ? q.bio_write : q.bio_read) += e.value;
         continue;
       }
-      uint64_t out = e.out_ns, in = std::max(e.in_ns, e.out_ns);
-      uint64_t woke = in - std::min<uint64_t>(e.runq_ns, in - out);
-      uint64_t blocked = overlap(out, woke, begin, end), runq = overlap(woke, in, begin, end);
-      if (blocked + runq == 0 && (out < begin || out >= end)) continue;
-      q.runq_ns += runq;
-      q.blocked_ns[std::min<uint32_t>(e.reason, PM_BLOCK_OTHER)] += blocked;
-      ++(e.involuntary ? q.involuntary : q.voluntary);
-      q.faults += e.value;
+      gap(e);
     }
+  }
+  // Stretches placed by their time: the part inside this poll is its; one that ended before
+  // the poll's end has no later poll to go to (polls are taken in order).
+  auto loose = loose_.find(r.tid);
+  if (loose != loose_.end()) {
+    auto& list = loose->second;
+    for (const pm_ctx_event& e : list) gap(e);
+    list.erase(std::remove_if(list.begin(), list.end(), [&](const pm_ctx_event& e) { return e.in_ns <= end; }),
+               list.end());
+    if (list.empty()) loose_.erase(loose);
   }
   // This poll's events and any older ones of the thread (a poll lost from an overwritten log).
   auto last = events_.upper_bound({r.tid, r.number});
@@ -198,6 +221,7 @@ void Join::flush(const Out& out, WallClock::time_point wall_at_mono_zero) {
   }
   finished_.clear();
   events_.clear();
+  loose_.clear();
 }
 
 // ---- CounterClock ----

@@ -77,6 +77,9 @@ class Join {
 
   std::vector<Read> read_now_, read_before_;
   std::map<std::pair<int, uint64_t>, std::vector<pm_ctx_event>> events_;  // by (tid, poll)
+  // Stretches whose poll is not known (their switch out was not traced): placed by their time
+  // among the thread's polls, by tid.
+  std::unordered_map<int, std::vector<pm_ctx_event>> loose_;
   std::map<Key, Request> requests_;
   std::vector<Key> finished_;  // requests whose finishing poll was taken
   uint64_t round_ = 0, polls_taken_ = 0, requests_out_ = 0, dropped_ = 0;

@@ -108,6 +108,25 @@ TEST(ContextJoin, EventsOfPollsNeverReadAreDroppedWithTheNextPoll) {
   EXPECT_EQ(c.spans[0].voluntary_switches, 0u);
 }
 
+TEST(ContextJoin, AStretchWhosePollIsNotKnownIsPlacedByItsTime) {
+  Join j;
+  Collect c;
+  // Its switch out was not traced: the stretch 12..15 ms (1 ms of it waiting for a CPU) lies in
+  // thread 1's second poll, not its first.
+  pm_ctx_event e = gap(1, PM_CTX_POLL_UNKNOWN, 12 * kMs, 15 * kMs, 1 * kMs, PM_BLOCK_OTHER);
+  j.event(e);
+  j.poll(100, 1, 0, {3, 1 * kMs, 5 * kMs, true});
+  j.poll(100, 1, 1, {4, 10 * kMs, 20 * kMs, true});
+  j.flush(c.out(), {});
+  ASSERT_EQ(c.spans.size(), 2u);
+  const Span& first = c.spans[0].request_id == 3u ? c.spans[0] : c.spans[1];
+  const Span& second = c.spans[0].request_id == 4u ? c.spans[0] : c.spans[1];
+  EXPECT_EQ(first.blocked_seconds + first.runq_seconds, 0);
+  EXPECT_NEAR(second.blocked_other_seconds, 0.002, 1e-12);
+  EXPECT_NEAR(second.runq_seconds, 0.001, 1e-12);
+  EXPECT_NEAR(second.on_cpu_seconds, 0.007, 1e-12);
+}
+
 TEST(ContextJoin, AnUnfinishedRequestIsNotHandedOn) {
   Join j;
   Collect c;
