@@ -576,7 +576,8 @@ TEST(TopViewTerminal, NotOnATerminalPrintsTextTables) {
       if (!head.empty() && std::atof(head.back().c_str()) >= 50) ++burner_near_top;
     }
   }
-  EXPECT_GE(tables, 3u) << o.out;
+  // Four intervals in 2.2 s on a quiet machine; a loaded one stretched an interval to 3.2 s.
+  EXPECT_GE(tables, 2u) << o.out;
   EXPECT_GE(burner_near_top, 1u) << "the burner was never among the first rows at most of a CPU:\n" << o.out;
   EXPECT_NE(o.out.find("\n         cgroups by cpu"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("cpu      user"), std::string::npos) << o.out;  // the usual system block
