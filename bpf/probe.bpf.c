@@ -325,19 +325,19 @@ static __always_inline __u64 rq_clock_of(struct task_struct *t) {
 // waits here, about one switch in a thousand; bpftrace sees no wakeup either): its wait is
 // then what the scheduler's own stamp says (sched_info.last_queued, against the run queue's
 // clock, what run_delay adds up).
+static __always_inline __u64 wait_since_out(struct task_struct *next, struct pm_thread *t, __u64 now, __u64 gap) {
+  __u64 woke = t->ctx_wake_at;
+  if (t->out_runnable) return gap;
+  if (woke > t->out_at && woke <= now) return now - woke;
+  // Woken where no wakeup tracepoint fired: the scheduler's own queue stamp, on its clock.
+  __u64 queued = next->sched_info.last_queued, clock = rq_clock_of(next);
+  return queued && clock > queued ? clock - queued : 0;
+}
+
 static __always_inline void ctx_back(struct task_struct *next, struct pm_thread *t, __u64 now) {
   t->ctx_in_poll = 0;
   __u64 gap = now > t->out_at ? now - t->out_at : 0;
-  __u64 woke = t->ctx_wake_at, wait;
-  if (t->out_runnable) {
-    wait = gap;
-  } else if (woke > t->out_at && woke <= now) {
-    wait = now - woke;
-  } else {
-    // Woken where no wakeup tracepoint fired: the scheduler's own queue stamp, on its clock.
-    __u64 queued = next->sched_info.last_queued, clock = rq_clock_of(next);
-    wait = queued && clock > queued ? clock - queued : 0;
-  }
+  __u64 wait = wait_since_out(next, t, now, gap);
   __u64 f = faults_of(next);
   ctx_send_gap(next, t, gap, wait, f > t->ctx_faults_at_in ? f - t->ctx_faults_at_in : 0);
 }
@@ -381,6 +381,195 @@ static __always_inline void ctx_unseen_out(struct task_struct *next, struct pm_t
   ctx_send(&e);
 }
 
+// ---- OpenTelemetry thread context (OTEP 4947) ----
+//
+// An SDK keeps, per thread, a pointer to the running span's record in the TLS variable
+// otel_thread_ctx_v1 (NULL: no span). There is no event when it changes: the programs read it at
+// each switch out (and bio) of the thread, so each stretch on the CPU is known by the context it
+// began with (the one read at the switch out before it: it cannot change off the CPU) and the
+// one it ended with; each stretch off the CPU by the one it began with. User space adds them up
+// per span. Loaded only where the target has the variable (otel_on).
+const volatile __u32 otel_on = 0;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, PM_OTEL_MAX_PROCS);
+  __type(key, __u32);
+  __type(value, struct pm_otel_tls);
+} otel_procs SEC(".maps");  // by tgid, written by user space once it has looked
+
+static __always_inline void otel_send(struct pm_otel_event *e) {
+  if (bpf_ringbuf_output(&ctx_events, e, sizeof(*e), BPF_RB_NO_WAKEUP) != 0) {
+    struct pm_probe_losses *l = losses_here();
+    if (l) l->ctx_events_dropped++;
+  }
+}
+
+static __always_inline void otel_event(struct pm_otel_event *e, __u32 kind, struct task_struct *task) {
+  __builtin_memset(e, 0, sizeof(*e));
+  e->kind = kind;
+  e->pid = task->tgid;
+  e->tid = task->pid;
+}
+
+// The current thread's context (it is `task`: its memory is the one read). The pointer's slot is
+// at the thread pointer + off (static TLS), or in its module's block, through the thread's DTV.
+// false: a read failed (counted); a NULL pointer or a record not valid is no context (valid 0).
+static __always_inline bool otel_read(struct task_struct *task, struct pm_thread *t, struct pm_otel_ctx *c) {
+  __builtin_memset(c, 0, sizeof(*c));
+#if defined(__TARGET_ARCH_x86)
+  __u64 tp = task->thread.fsbase, slot, rec = 0;
+  if (!tp) return true;
+  if (t->otel_mode == PM_OTEL_STATIC) {
+    slot = tp + t->otel_off;
+  } else {
+    __u64 dtv = 0, block = 0;  // glibc: the DTV after the TCB's self pointer; 16 bytes an entry
+    if (bpf_probe_read_user(&dtv, sizeof(dtv), (const void *)(tp + 8)) != 0 || !dtv) goto failed;
+    if (bpf_probe_read_user(&block, sizeof(block), (const void *)(dtv + t->otel_modid * 16)) != 0) goto failed;
+    if (!block || block == ~0ULL) return true;  // not allocated for this thread (yet)
+    slot = block + t->otel_off;
+  }
+  if (bpf_probe_read_user(&rec, sizeof(rec), (const void *)slot) != 0) goto failed;
+  if (!rec) return true;
+  if (bpf_probe_read_user(c, 28, (const void *)rec) != 0) goto failed;
+  if (c->valid != 1) c->valid = 0;
+  return true;
+failed: {
+  struct pm_probe_losses *l = losses_here();
+  if (l) l->otel_read_failed++;
+  __builtin_memset(c, 0, sizeof(*c));
+  return false;
+}
+#else
+  return true;  // read on x86-64 only (user space finds no variable elsewhere)
+#endif
+}
+
+// A thread of the target being switched in that has no storage yet, or has not been told where
+// its process's context is: where user space has looked, it is followed from here (its CPU time
+// counts from this switch in); a process not yet looked at is announced, once.
+static __always_inline struct pm_thread *otel_thread(struct task_struct *task, struct pm_thread *t, __u64 now) {
+  if (!track_tree || !member_of(task)) return t;
+  __u32 tgid = task->tgid;
+  struct pm_otel_tls *p = bpf_map_lookup_elem(&otel_procs, &tgid);
+  bool ask = false;
+  if (!p) {
+    struct pm_otel_tls pending = {.state = PM_OTEL_PENDING, .asked_at = now};
+    long err = bpf_map_update_elem(&otel_procs, &tgid, &pending, BPF_NOEXIST);
+    ask = err == 0;
+    if (err != 0 && err != -17) {  // (-EEXIST: another CPU announced it)
+      struct pm_probe_losses *l = losses_here();
+      if (l) l->otel_no_proc_slot++;
+    }
+  } else if (p->state == PM_OTEL_PENDING && now - p->asked_at >= PM_OTEL_ASK_NS) {
+    // Not found yet: a process just exec'd loads its libraries first. It asks again as it runs
+    // (user space also looks again on its own, each round, for a while).
+    p->asked_at = now;
+    ask = true;
+  }
+  if (ask) {
+    // User space is woken for this one: the sooner it looks, the fewer of the first spans are lost.
+    struct pm_otel_event e;
+    otel_event(&e, PM_OTEL_PROC, task);
+    if (bpf_ringbuf_output(&ctx_events, &e, sizeof(e), 0) != 0) {
+      struct pm_probe_losses *l = losses_here();
+      if (l) l->ctx_events_dropped++;
+    }
+  }
+  if (!p || p->state != PM_OTEL_READY) return t;
+  if (!t) {
+    t = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!t) {
+      struct pm_probe_losses *l = losses_here();
+      if (l) l->no_thread_slot++;
+      return 0;
+    }
+    t->out_at = now;
+    t->exec_at_out = task->se.sum_exec_runtime;
+    t->delay_at_out = task->sched_info.run_delay;
+    t->switches_at_out = task->nvcsw + task->nivcsw;
+    t->out_runnable = 1;
+  }
+  t->otel_mode = p->mode;
+  t->otel_off = p->off;
+  t->otel_modid = p->modid;
+  // A thread that has never left a CPU is new: its variable starts NULL (no context). Any other
+  // had a context not known here.
+  t->otel_known = task->nvcsw + task->nivcsw == 0;
+  __builtin_memset(&t->otel_ctx, 0, sizeof(t->otel_ctx));
+  return t;
+}
+
+// A thread leaves the CPU at `now`: the stretch it ran (since its switch in, or since its last
+// switch out where the switch in was not traced: then the stretch off the CPU before it is sent
+// first, measured by its own counters), with its context at both ends.
+static __always_inline void otel_out(struct task_struct *prev, struct pm_thread *t, __u64 now, bool runnable) {
+  struct pm_otel_event e;
+  otel_event(&e, PM_OTEL_RUN, prev);
+  __u64 exec = prev->se.sum_exec_runtime, from = t->in_at, exec_from = t->ctx_exec_at_in;
+  if (!from) {
+    __u64 span = now > t->out_at ? now - t->out_at : 0;
+    __u64 ran = exec > t->exec_at_out ? exec - t->exec_at_out : 0, delay = prev->sched_info.run_delay;
+    __u64 off = span > ran ? span - ran : 0;
+    from = t->out_at + off;
+    exec_from = t->exec_at_out;
+    if (t->otel_known && t->otel_ctx.valid == 1 && off) {
+      struct pm_otel_event g;
+      otel_event(&g, PM_OTEL_GAP, prev);
+      g.reason = t->otel_reason;
+      g.involuntary = t->out_runnable;
+      g.from_ns = t->out_at;
+      g.to_ns = from;
+      __u64 waited = delay > t->delay_at_out ? delay - t->delay_at_out : 0;
+      g.value = waited < off ? waited : off;
+      g.ctx[0] = t->otel_ctx;
+      otel_send(&g);
+    }
+  }
+  e.start_known = t->otel_known;
+  e.ctx[0] = t->otel_ctx;
+  t->otel_known = prev->mm && otel_read(prev, t, &e.ctx[1]);
+  t->otel_ctx = e.ctx[1];
+  t->otel_reason = runnable ? PM_BLOCK_OTHER : block_reason(prev);
+  t->ctx_wake_at = 0;
+  if (e.ctx[0].valid != 1 && e.ctx[1].valid != 1) return;
+  e.from_ns = from;
+  e.to_ns = now;
+  // On the CPU from its switch in to now, by the clock of the switches (the scheduler's own
+  // runtime can take in a wait before it ran, when its clock was not updated at the switch); by
+  // that runtime where the switch in was not seen.
+  e.value = t->in_at ? now - from : exec > exec_from ? exec - exec_from : 0;
+  __u64 f = faults_of(prev);
+  e.faults = f > t->ctx_faults_at_in ? f - t->ctx_faults_at_in : 0;
+  otel_send(&e);
+}
+
+// Back on a CPU at `now`: the stretch off it, in the context it left with.
+static __always_inline void otel_back(struct task_struct *next, struct pm_thread *t, __u64 now) {
+  if (!t->otel_known || t->otel_ctx.valid != 1 || !t->out_at) return;
+  struct pm_otel_event e;
+  otel_event(&e, PM_OTEL_GAP, next);
+  __u64 gap = now > t->out_at ? now - t->out_at : 0;
+  __u64 wait = wait_since_out(next, t, now, gap);
+  e.reason = t->otel_reason;
+  e.involuntary = t->out_runnable;
+  e.from_ns = t->out_at;
+  e.to_ns = now;
+  e.value = wait < gap ? wait : gap;
+  e.ctx[0] = t->otel_ctx;
+  otel_send(&e);
+}
+
+// A new program in a process: where its variable is must be looked for again.
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(otel_exec, struct task_struct *p) {
+  __u32 tgid = p->tgid;
+  bpf_map_delete_elem(&otel_procs, &tgid);
+  struct pm_thread *t = bpf_task_storage_get(&threads, p, 0, 0);
+  if (t) t->otel_mode = 0;
+  return 0;
+}
+
 // Once per thread (the first perf_monitor_poll_begin): its record's address.
 SEC("usdt")
 int BPF_USDT(context_thread, __u64 addr) {
@@ -403,7 +592,7 @@ int BPF_USDT(context_thread, __u64 addr) {
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(ctx_wakeup, struct task_struct *p) {
   struct pm_thread *t = bpf_task_storage_get(&threads, p, 0, 0);
-  if (t && t->ctx_in_poll) t->ctx_wake_at = bpf_ktime_get_ns();
+  if (t && (t->ctx_in_poll || (t->otel_known && t->otel_ctx.valid == 1))) t->ctx_wake_at = bpf_ktime_get_ns();
   return 0;
 }
 
@@ -548,6 +737,7 @@ int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_str
     __u64 run, wait, blocked;
     now = bpf_ktime_get_ns();
     if (pt->ctx_in_poll) ctx_unseen_back(prev, pt, now);  // (before its figures at out_at move on)
+    if (pt->otel_mode) otel_out(prev, pt, now, preempt || TASK_STATE_BTF(prev) == 0);
     split_since_out(prev, pt, now, true, &run, &wait, &blocked);
     pt->acc[PM_ON_CPU_NS] += run;
     pt->acc[PM_RUNQ_NS] += wait;
@@ -562,8 +752,17 @@ int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_str
     if (pt->ctx_addr) ctx_out(prev, pt, pt->out_runnable);
   }
   struct pm_thread *nt = bpf_task_storage_get(&threads, next, 0, 0);
+  if (otel_on && (!nt || !nt->otel_mode)) {
+    if (!now) now = bpf_ktime_get_ns();
+    nt = otel_thread(next, nt, now);
+  }
   if (nt) {
     if (!now) now = bpf_ktime_get_ns();
+    if (nt->otel_mode) {
+      otel_back(next, nt, now);
+      nt->ctx_faults_at_in = faults_of(next);
+      nt->ctx_exec_at_in = next->se.sum_exec_runtime;
+    }
     nt->in_at = now;
     if (nt->ctx_addr) {
       __u64 switches = next->nvcsw + next->nivcsw;
@@ -589,6 +788,17 @@ int BPF_PROG(btf_bio_queue, struct bio *bio) {
   if (op > 1) return 0;
   __u32 bytes = bio->bi_iter.bi_size;
   t->acc[op ? PM_BIO_WRITE : PM_BIO_READ] += bytes;
+  if (t->otel_mode && bytes) {
+    struct task_struct *task = bpf_get_current_task_btf();
+    struct pm_otel_event e;
+    otel_event(&e, PM_OTEL_BIO, task);
+    if (task->mm && otel_read(task, t, &e.ctx[0]) && e.ctx[0].valid == 1) {
+      e.reason = op;
+      e.from_ns = e.to_ns = bpf_ktime_get_ns();
+      e.value = bytes;
+      otel_send(&e);
+    }
+  }
   struct pm_ctx_head h;
   if (t->ctx_addr && bytes && ctx_read(t, &h) && h.active == 1) {
     struct pm_ctx_event e;
@@ -606,6 +816,10 @@ int BPF_PROG(btf_bio_queue, struct bio *bio) {
 // A thread that exits inside calls: they are counted as open at exit.
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(btf_exit, struct task_struct *p) {
+  if (otel_on && p->pid == p->tgid) {
+    __u32 tgid = p->tgid;
+    bpf_map_delete_elem(&otel_procs, &tgid);
+  }
   struct pm_thread *t = bpf_task_storage_get(&threads, p, 0, 0);
   if (!t) return 0;
   for (int i = 0; i < PM_MAX_DEPTH; ++i) {

@@ -60,6 +60,11 @@ enum pm_ctx_kind {
   PM_CTX_GAP,    /* a thread in a poll was off the CPU from out_ns to in_ns */
   PM_CTX_BIO,    /* a thread in a poll submitted a bio at out_ns: bytes (read: reason 0, write 1) */
   PM_CTX_EXIT,   /* a thread with a record exited */
+  /* OpenTelemetry thread context (OTEP 4947), struct pm_otel_event: */
+  PM_OTEL_PROC,  /* a process of the target not yet looked at: where is its otel_thread_ctx_v1? */
+  PM_OTEL_RUN,   /* a thread ran from from_ns to to_ns (value: its CPU time) */
+  PM_OTEL_GAP,   /* a thread was off the CPU from from_ns to to_ns (value: its wait for a CPU) */
+  PM_OTEL_BIO,   /* a thread submitted a bio at from_ns (value: bytes; reason 0 read, 1 write) */
 };
 
 /* One event of a thread with a context record, sent to user space as it happens (before the
@@ -78,6 +83,45 @@ struct pm_ctx_event {
 };
 #define PM_CTX_RING_BYTES (1 << 20)
 #define PM_CTX_POLL_UNKNOWN (~0ULL) /* GAP: a stretch whose switch out was not seen: placed by its time */
+
+/* OpenTelemetry thread context (OTEP 4947): the head of the record a thread's TLS variable
+ * otel_thread_ctx_v1 points to (28 bytes, as published), read at its switch out and its bios. */
+struct pm_otel_ctx {
+  __u8 trace_id[16];
+  __u8 span_id[8];
+  __u8 valid; /* 1: a context; anything else (or no record): none */
+  __u8 trace_flags;
+  __u16 attrs_data_size;
+  __u32 pad;
+};
+
+/* Where a process's otel_thread_ctx_v1 is, as user space found it from its ELF files and
+ * memory: at the thread pointer + off (static TLS), or in the TLS block of module `modid` + off
+ * (the thread's DTV: the older __tls_get_addr dialect). */
+enum pm_otel_state { PM_OTEL_PENDING, PM_OTEL_READY, PM_OTEL_NONE };
+enum pm_otel_mode { PM_OTEL_STATIC = 1, PM_OTEL_DTV = 2 };
+struct pm_otel_tls {
+  __u32 state;
+  __u32 mode;
+  __s64 off;
+  __u64 modid;
+  __u64 asked_at; /* PENDING: when user space was last asked to look (again) */
+};
+#define PM_OTEL_ASK_NS 1000000ULL /* a process still pending asks again at most this often */
+
+struct pm_otel_event {
+  __u32 kind; /* pm_ctx_kind: PM_OTEL_* */
+  __u32 pid, tid;
+  __u32 reason;      /* GAP: pm_ctx_reason; BIO: 0 read, 1 write */
+  __u32 involuntary; /* GAP: it left runnable */
+  __u32 start_known; /* RUN: ctx[0] was read at the stretch's start (its last switch out) */
+  __u64 from_ns, to_ns;
+  __u64 value;  /* RUN: CPU time; GAP: its last value ns waited for a CPU; BIO: bytes */
+  __u64 faults; /* RUN: page faults in the stretch */
+  /* RUN: the context at the stretch's start and at its end (the switch out); GAP, BIO: ctx[0] */
+  struct pm_otel_ctx ctx[2];
+};
+#define PM_OTEL_MAX_PROCS 8192
 
 /* An open call: when it began, its request ID, and the thread's figures then. */
 struct pm_frame {
@@ -106,6 +150,13 @@ struct pm_thread {
    * that the kernel did not trace shows in the count at the next switch in). */
   __u64 ctx_in_at, ctx_exec_at_in, ctx_switches;
   __u32 ctx_in_poll, ctx_reason;
+  /* OpenTelemetry thread context: where its process keeps the record pointer (otel_mode 0: not
+   * read), the context it had at its last switch out (otel_known: read then), and why it left. */
+  __u32 otel_mode, otel_known;
+  __s64 otel_off;
+  __u64 otel_modid;
+  __u32 otel_reason, otel_pad;
+  struct pm_otel_ctx otel_ctx;
   struct pm_frame request; /* the open perf_monitor:request span */
   struct pm_frame frames[PM_MAX_DEPTH];
 };
@@ -140,6 +191,8 @@ struct pm_probe_losses {
   __u64 unmatched;       /* a return or request end without its start (attached mid-call) */
   __u64 ctx_events_dropped; /* context events lost to a full ring buffer */
   __u64 ctx_read_failed;    /* a context record that could not be read (page absent, bad address) */
+  __u64 otel_read_failed;   /* an OpenTelemetry context pointer or record that could not be read */
+  __u64 otel_no_proc_slot;  /* more target processes than PM_OTEL_MAX_PROCS at once */
 };
 
 #endif

@@ -30,6 +30,11 @@ struct Span {
   uint32_t polls = 0, threads = 0;
   double pending_seconds = 0;
   double blocked_io_seconds = 0, blocked_sleep_seconds = 0, blocked_lock_seconds = 0, blocked_other_seconds = 0;
+  // A span of an application that publishes OpenTelemetry thread context (OTEP 4947): the
+  // kernel's side of the application's own span, whose trace ID (32 hex digits) it shares and
+  // whose span ID (16) is its parent. Empty for the other spans. It also fills threads and the
+  // blocked split.
+  std::string trace_id, parent_span_id;
 };
 
 }  // namespace pm

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "sources/counters/counters_source.h"
 #include "sources/files/powercap.h"
@@ -11,6 +13,7 @@
 #include "sources/kernel/block_source.h"
 #include "sources/kernel/sched_object.h"
 #include "sources/kernel/scheduler_source.h"
+#include "sources/probes/otel.h"
 #include "sources/probes/probe_source.h"
 #include "sources/probes/symbols.h"
 #include "sources/top/proc_top_source.h"
@@ -169,12 +172,18 @@ Made make_block(SourceContext& ctx) {
 Made make_probes(SourceContext& ctx) {
   std::string exe = ctx.target.executable();
   std::vector<std::string> usdt = exe.empty() ? std::vector<std::string>() : probes::usdt_probes(exe, "perf_monitor");
-  if (ctx.config.probes.empty() && usdt.empty()) return std::unique_ptr<Source>();
+  // OpenTelemetry thread context (OTEP 4947): where the target or a library it loads at start
+  // exports otel_thread_ctx_v1 (PERF_MONITOR_OTEL=0 turns it off, =1 on for any target).
+  const char* otel_env = std::getenv("PERF_MONITOR_OTEL");
+  bool otel = ctx.target.mode() != Mode::kSystem &&
+              (otel_env != nullptr ? std::string_view(otel_env) == "1" : !exe.empty() && otel::may_publish(exe));
+  if (ctx.config.probes.empty() && usdt.empty() && !otel) return std::unique_ptr<Source>();
   BpfLoadOptions tree{.track_tree = ctx.target.mode() != Mode::kSystem, .members_fd = ctx.members_fd()};
   if (tree.track_tree && tree.members_fd < 0) {
+    if (ctx.config.probes.empty() && usdt.empty()) return std::unique_ptr<Source>();
     return make_error(Errc::kUnavailable, "following the target tree needs the scheduler's eBPF programs (tp_btf)");
   }
-  ProbeTarget target{tree, {}, usdt.empty() ? "" : exe, usdt};
+  ProbeTarget target{tree, {}, usdt.empty() ? "" : exe, usdt, otel};
   for (const ProbeSpec& p : ctx.config.probes) {
     auto r = probes::resolve_probe(p);  // checked at start-up; a binary replaced since fails here
     if (!r) return r.error();

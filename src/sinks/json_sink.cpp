@@ -48,6 +48,10 @@ double ns_exact(double seconds) { return std::round(seconds * 1e9) / 1e9; }
 Json span_json(const Span& sp) {
   Json j{{"function", sp.function}, {"pid", sp.pid}, {"tid", sp.tid}};
   if (sp.request_id) j["request_id"] = *sp.request_id;
+  if (!sp.trace_id.empty()) {
+    j["trace_id"] = sp.trace_id;
+    j["parent_span_id"] = sp.parent_span_id;
+  }
   j["start"] = iso8601(sp.start, true);
   j["latency_s"] = ns_exact(sp.seconds);
   j["on_cpu_s"] = ns_exact(sp.on_cpu_seconds);
@@ -62,6 +66,12 @@ Json span_json(const Span& sp) {
     j["polls"] = sp.polls;
     j["threads"] = sp.threads;
     j["pending_s"] = ns_exact(sp.pending_seconds);
+    j["blocked_io_s"] = ns_exact(sp.blocked_io_seconds);
+    j["blocked_sleep_s"] = ns_exact(sp.blocked_sleep_seconds);
+    j["blocked_lock_s"] = ns_exact(sp.blocked_lock_seconds);
+    j["blocked_other_s"] = ns_exact(sp.blocked_other_seconds);
+  } else if (!sp.trace_id.empty()) {
+    j["threads"] = sp.threads;
     j["blocked_io_s"] = ns_exact(sp.blocked_io_seconds);
     j["blocked_sleep_s"] = ns_exact(sp.blocked_sleep_seconds);
     j["blocked_lock_s"] = ns_exact(sp.blocked_lock_seconds);
@@ -229,6 +239,13 @@ class JsonSink final : public Sink {
       text(R"(,"request_id":)");
       integer(*sp.request_id);
     }
+    if (!sp.trace_id.empty() && sp.trace_id.size() <= 32 && sp.parent_span_id.size() <= 16) {  // hex: no escaping
+      text(R"(,"trace_id":")");
+      text(sp.trace_id);
+      text(R"(","parent_span_id":")");
+      text(sp.parent_span_id);
+      text("\"");
+    }
     text(R"(,"start":")");
     start(sp.start, p);
     text(R"(","latency_s":)");
@@ -256,6 +273,17 @@ class JsonSink final : public Sink {
       integer(sp.threads);
       text(R"(,"pending_s":)");
       seconds(sp.pending_seconds);
+      text(R"(,"blocked_io_s":)");
+      seconds(sp.blocked_io_seconds);
+      text(R"(,"blocked_sleep_s":)");
+      seconds(sp.blocked_sleep_seconds);
+      text(R"(,"blocked_lock_s":)");
+      seconds(sp.blocked_lock_seconds);
+      text(R"(,"blocked_other_s":)");
+      seconds(sp.blocked_other_seconds);
+    } else if (!sp.trace_id.empty()) {  // a span of OpenTelemetry thread context
+      text(R"(,"threads":)");
+      integer(sp.threads);
       text(R"(,"blocked_io_s":)");
       seconds(sp.blocked_io_seconds);
       text(R"(,"blocked_sleep_s":)");

@@ -61,13 +61,24 @@ void lay_out(TextBlock& b) {
 std::string slowest_requests(const RunInfo& info) {
   std::string s;
   for (const Span& r : info.slowest_requests) {
+    std::string why;  // thread context: what the blocked time waited on
+    for (auto [v, what] : {std::pair{r.blocked_io_seconds, "I/O"}, std::pair{r.blocked_sleep_seconds, "sleep"},
+                           std::pair{r.blocked_lock_seconds, "lock"}, std::pair{r.blocked_other_seconds, "other"}}) {
+      if (v > 0) why += fmt::format("{}{} {}", why.empty() ? "" : ", ", what, human_time(v));
+    }
+    if (!r.trace_id.empty()) {
+      // OpenTelemetry thread context: the application's span, by its IDs.
+      s += fmt::format(
+          "  span {} of trace {}: {} = {} on CPU + {} blocked{} + {} run queue; on {} thread{}; {} written, {} read; {} "
+          "switches (pid {})\n",
+          printable(r.parent_span_id), printable(r.trace_id), human_time(r.seconds), human_time(r.on_cpu_seconds),
+          human_time(r.blocked_seconds), why.empty() ? "" : " (" + why + ")", human_time(r.runq_seconds), r.threads,
+          r.threads == 1 ? "" : "s", human_bytes(static_cast<double>(r.bio_write_bytes)), human_bytes(static_cast<double>(r.bio_read_bytes)),
+          r.voluntary_switches + r.involuntary_switches, r.pid);
+      continue;
+    }
     if (r.polls > 0) {
       // Thread context: its polls' time, and its time between polls (pending, on no thread).
-      std::string why;
-      for (auto [v, what] : {std::pair{r.blocked_io_seconds, "I/O"}, std::pair{r.blocked_sleep_seconds, "sleep"},
-                             std::pair{r.blocked_lock_seconds, "lock"}, std::pair{r.blocked_other_seconds, "other"}}) {
-        if (v > 0) why += fmt::format("{}{} {}", why.empty() ? "" : ", ", what, human_time(v));
-      }
       s += fmt::format(
           "  request {}: {} = {} on CPU + {} blocked{} + {} run queue + {} pending; {} polls on {} threads; {} written, "
           "{} read; {} switches (pid {})\n",

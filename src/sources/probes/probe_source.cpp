@@ -2,6 +2,7 @@
 #include "sources/probes/probe_source.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string_view>
 #include <system_error>
 #include <thread>
@@ -25,6 +27,7 @@
 #include "probe.h"
 #include "probe.skel.h"
 #include "sources/probes/contexts.h"
+#include "sources/probes/otel.h"
 #include "sources/probes/uprobe_multi.h"
 
 namespace pm {
@@ -97,6 +100,15 @@ const MetricDesc kCtxDropped = shown_by(probe_text, {"probe", "context_events_dr
 const MetricDesc kCtxUnreadable =
     shown_by(probe_text, {"probe", "context_unreadable", K::kCounter, Unit::kNone,
                           "Context records that could not be read (page absent, not a valid record)"});
+
+const MetricDesc kOtelSpans = shown_by(probe_text, {"probe", "otel_spans", K::kCounter, Unit::kNone,
+                                                     "Spans of OpenTelemetry thread context (OTEP 4947), finished"});
+const MetricDesc kOtelProcesses =
+    shown_by(probe_text, {"probe", "otel_processes", K::kGauge, Unit::kNone,
+                          "Processes whose OpenTelemetry thread context is read"});
+const MetricDesc kOtelLost =
+    shown_by(probe_text, {"probe", "otel_lost", K::kCounter, Unit::kNone,
+                          "OpenTelemetry context not followed: spans or processes past perf-monitor's bounds"});
 
 // Interval: probe    shop::process_request: 120 calls/s  latency p50 < 4.2 ms  p99 < 8.4 ms  on CPU 22.7% ...
 // Summary:  a table, one row per function; then what was lost, if anything.
@@ -173,6 +185,14 @@ void probe_text(TextBlock& b) {
                        : fmt::format("thread context: {:.0f} requests/s  {:.0f} polls/s  {:.0f} threads",
                                      ctx_requests ? ctx_requests->rate : 0, ctx_polls->rate, threads));
   }
+  const Shown* otel_spans = b.take(kOtelSpans);
+  const Shown* otel_procs = b.take(kOtelProcesses);
+  if (otel_spans != nullptr && (otel_spans->value > 0 || (otel_procs != nullptr && otel_procs->value > 0))) {
+    double procs = otel_procs != nullptr ? otel_procs->value : 0;
+    b.line(at++, b.summary() ? "probes" : "probe",
+           b.summary() ? fmt::format("OpenTelemetry thread context: {:.0f} spans", otel_spans->value)
+                       : fmt::format("OpenTelemetry thread context: {:.0f} spans/s  {:.0f} processes", otel_spans->rate, procs));
+  }
   std::string lost;
   for (auto [desc, what] :
        {std::pair{&kDropped, "spans dropped (ring buffer full)"}, std::pair{&kTooDeep, "calls nested too deep to time"},
@@ -180,7 +200,8 @@ void probe_text(TextBlock& b) {
         std::pair{&kUnmatched, "returns without their call (begun before attaching)"},
         std::pair{&kCtxLost, "polls overwritten in a thread's log before they were read"},
         std::pair{&kCtxDropped, "context events dropped (ring buffer full)"},
-        std::pair{&kCtxUnreadable, "context records not readable"}}) {
+        std::pair{&kCtxUnreadable, "context records not readable"},
+        std::pair{&kOtelLost, "OpenTelemetry spans or processes past the bounds"}}) {
     const Shown* x = b.take(*desc);
     if (x != nullptr && x->value > 0) lost += fmt::format("{}{:.0f} {}", lost.empty() ? "" : ", ", x->value, what);
   }
@@ -244,6 +265,19 @@ struct ProbeSource::Impl {
   contexts::Reader reader;
   contexts::Join join;
   UniqueFd ctx_timer, wake;  // wake: an epoll set of the two rings and the timer
+  // OpenTelemetry thread context: the processes announced whose variable was not found yet (the
+  // dynamic linker may not have loaded or relocated its library): looked at again each round,
+  // for a second.
+  bool otel = false;
+  otel::Join otel_join;
+  struct Looking {
+    int pid;
+    int rounds;
+  };
+  std::vector<Looking> otel_looking;
+  std::set<int> otel_ready;
+  uint64_t otel_lost = 0;
+  std::string otel_why;  // the last reason a process's variable could not be read
 
   bool stopped = false;
 
@@ -275,6 +309,27 @@ struct ProbeSource::Impl {
 
   static int on_ctx(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Impl*>(ctx);
+    uint32_t kind = 0;
+    if (size >= sizeof kind) std::memcpy(&kind, data, sizeof kind);
+    if (kind >= PM_OTEL_PROC) {
+      if (size < sizeof(pm_otel_event)) return 0;
+      pm_otel_event o;
+      std::memcpy(&o, data, sizeof o);
+      if (kind == PM_OTEL_PROC) {
+        // Asked again while still looked for: the same rounds go on.
+        int pid = static_cast<int>(o.pid), rounds = 0;
+        auto& l = self->otel_looking;
+        auto it = std::find_if(l.begin(), l.end(), [&](const Looking& x) { return x.pid == pid; });
+        if (it != l.end()) {
+          rounds = it->rounds;
+          l.erase(it);
+        }
+        self->otel_look(pid, rounds);
+      } else {
+        self->otel_join.event(o);
+      }
+      return 0;
+    }
     if (size < sizeof(pm_ctx_event)) return 0;
     pm_ctx_event e;
     std::memcpy(&e, data, sizeof e);
@@ -298,8 +353,41 @@ struct ProbeSource::Impl {
     auto out = [this](const Span& s) { deliver(s); };
     if (last) {
       join.flush(out, wall_at_mono_zero);
+      otel_join.flush(out, wall_at_mono_zero);
+      return;
+    }
+    join.round(out, wall_at_mono_zero);
+    if (!otel) return;
+    otel_join.round(static_cast<uint64_t>(mono_seconds_now() * 1e9), out, wall_at_mono_zero);
+    std::vector<Looking> again;
+    again.swap(otel_looking);
+    for (const Looking& l : again) otel_look(l.pid, l.rounds + 1);
+  }
+
+  // Where process `pid` keeps its OpenTelemetry context, for the kernel programs; not found yet,
+  // it is looked at again next round, for kOtelLookRounds rounds.
+  static constexpr int kOtelLookRounds = 100;
+  void otel_look(int pid, int rounds) {
+    auto tls = otel::locate(pid);
+    pm_otel_tls v{};
+    if (tls) {
+      v.state = PM_OTEL_READY;
+      v.mode = tls->mode;
+      v.off = tls->off;
+      v.modid = tls->modid;
+      otel_ready.insert(pid);
+    } else if (tls.error().code == Errc::kNotFound && rounds < kOtelLookRounds && ::kill(pid, 0) == 0) {
+      otel_looking.push_back({pid, rounds});
+      return;
     } else {
-      join.round(out, wall_at_mono_zero);
+      v.state = PM_OTEL_NONE;
+      otel_ready.erase(pid);
+      if (tls.error().code != Errc::kNotFound) otel_why = tls.error().message;
+    }
+    __u32 key = static_cast<__u32>(pid);
+    // (BPF_EXIST: a process that exited meanwhile has no entry to bring back)
+    if (bpf_map_update_elem(bpf_map__fd(skel->maps.otel_procs), &key, &v, BPF_EXIST) != 0 && errno != ENOENT) {
+      ++otel_lost;
     }
   }
 
@@ -335,7 +423,8 @@ struct ProbeSource::Impl {
   // (process_request:arg1) are the same request; the longer one stays.
   void keep_if_slow(const Span& s) {
     auto same = std::find_if(slowest.begin(), slowest.end(), [&](const Span& k) {
-      return k.request_id == s.request_id && k.pid == s.pid;
+      return k.request_id == s.request_id && k.pid == s.pid && k.trace_id == s.trace_id &&
+             k.parent_span_id == s.parent_span_id;
     });
     if (same != slowest.end()) {
       if (same->seconds >= s.seconds) return;
@@ -443,6 +532,8 @@ void ProbeSource::collect(Samples& out) {
       lost.unmatched += c.unmatched;
       lost.ctx_events_dropped += c.ctx_events_dropped;
       lost.ctx_read_failed += c.ctx_read_failed;
+      lost.otel_read_failed += c.otel_read_failed;
+      lost.otel_no_proc_slot += c.otel_no_proc_slot;
     }
   }
   if (m.ctx_ring) {
@@ -451,7 +542,15 @@ void ProbeSource::collect(Samples& out) {
     out.push_back({&kCtxThreads, kNoLabels, static_cast<double>(m.reader.threads())});
     out.push_back({&kCtxLost, kNoLabels, static_cast<double>(m.reader.lost() + m.join.dropped())});
     out.push_back({&kCtxDropped, kNoLabels, static_cast<double>(lost.ctx_events_dropped)});
-    out.push_back({&kCtxUnreadable, kNoLabels, static_cast<double>(lost.ctx_read_failed + m.reader.unreadable())});
+    out.push_back({&kCtxUnreadable, kNoLabels,
+                   static_cast<double>(lost.ctx_read_failed + lost.otel_read_failed + m.reader.unreadable())});
+  }
+  if (m.otel) {
+    // A process that exited is no longer read.
+    for (auto it = m.otel_ready.begin(); it != m.otel_ready.end();) it = ::kill(*it, 0) == 0 ? std::next(it) : m.otel_ready.erase(it);
+    out.push_back({&kOtelSpans, kNoLabels, static_cast<double>(m.otel_join.spans())});
+    out.push_back({&kOtelProcesses, kNoLabels, static_cast<double>(m.otel_ready.size())});
+    out.push_back({&kOtelLost, kNoLabels, static_cast<double>(m.otel_join.dropped() + m.otel_lost + lost.otel_no_proc_slot)});
   }
   out.push_back({&kSpans, kNoLabels, static_cast<double>(m.spans)});
   out.push_back({&kDropped, kNoLabels, static_cast<double>(lost.spans_dropped)});
@@ -536,14 +635,17 @@ Status open_contexts(ProbeSource::Impl& impl) {
 Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& target, bool multi) {
   auto impl = std::make_unique<ProbeSource::Impl>();
   bool contexts = target.has_usdt("context_thread");
-  detail::BeforeLoad<probe_bpf> before_load = [multi, contexts](probe_bpf* s) {
+  bool otel = target.otel && target.tree.track_tree;
+  detail::BeforeLoad<probe_bpf> before_load = [multi, contexts, otel](probe_bpf* s) {
     if (multi) {
       for (bpf_program* p : {s->progs.call_entry, s->progs.call_return}) {
         bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(probes::kUprobeMultiAttachType));
       }
     }
     // Every wakeup of the machine goes through it: only where a target publishes context.
-    bpf_program__set_autoload(s->progs.ctx_wakeup, contexts);
+    bpf_program__set_autoload(s->progs.ctx_wakeup, contexts || otel);
+    bpf_program__set_autoload(s->progs.otel_exec, otel);
+    s->rodata->otel_on = otel ? 1 : 0;
   };
   auto loaded = load_skeleton<probe_bpf>("application probe", target.tree, /*btf_only=*/true, before_load);
   if (!loaded) return loaded.error();
@@ -574,7 +676,8 @@ Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& ta
   impl->ring.reset(ring_buffer__new(bpf_map__fd(impl->skel->maps.spans), &ProbeSource::Impl::on_sample,
                                     impl.get(), nullptr));
   if (!impl->ring) return Error::from_errno(errno, "opening the span ring buffer");
-  if (contexts) PM_TRY(open_contexts(*impl));
+  impl->otel = otel;
+  if (contexts || otel) PM_TRY(open_contexts(*impl));
   return impl;
 }
 

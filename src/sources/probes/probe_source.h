@@ -23,6 +23,7 @@ struct ProbeTarget {
   std::vector<probes::ResolvedProbe> probes;
   std::string usdt_binary;  // where to attach perf_monitor's USDT probes; empty: nowhere
   std::vector<std::string> usdt_probes;  // which it has: request_begin/end, context_thread
+  bool otel = false;  // it may publish OpenTelemetry thread context (followed in a tree only)
   [[nodiscard]] bool has_usdt(std::string_view name) const {
     return std::find(usdt_probes.begin(), usdt_probes.end(), name) != usdt_probes.end();
   }
