@@ -53,7 +53,9 @@ Examples:
 Requests an application marks with PERF_MONITOR_REQUEST_BEGIN/END (include/perf-monitor/
 annotate.h) are followed by default in run and attach; so are the polls of an async server that
 publishes thread context (perf_monitor_poll_begin/end: no trap per request, requests followed
-across worker threads, their time between polls reported as pending).
+across worker threads, their time between polls reported as pending), and the spans of an
+application whose OpenTelemetry SDK publishes thread context (OTEP 4947: otel_thread_ctx_v1),
+with the application's trace and span IDs.
 
 Exit status: the command's own in `run` (128+N when killed by signal N), 127 when it cannot
 be found, 126 when it cannot be executed, 2 for usage errors, 1 for other failures.
