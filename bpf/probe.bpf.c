@@ -23,6 +23,7 @@
 
 #include "core_fixes.bpf.h"
 #include "probe.h"
+#include "scheduler.h"
 #include "tree.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -70,6 +71,17 @@ struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, PM_SPAN_RING_BYTES);
 } spans SEC(".maps");
+
+// The scheduler object's run-queue stamps (scheduler.h), shared where it is loaded with the typed
+// programs (always, where a tree is followed): a thread woken inside a poll waits for a CPU from
+// its stamp, and no wakeup program of this object is needed (ctx_wakeup: the fallback).
+const volatile __u32 shared_stamps = 0;
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, PM_RUNQ_STAMP_SLOTS);  // 1 where not shared (user space)
+  __type(key, __u32);
+  __type(value, struct pm_runq_stamp);
+} runq_stamps SEC(".maps");
 
 // Thread context events (see pm_ctx_event), one record each, as they happen.
 struct {
@@ -328,6 +340,12 @@ static __always_inline __u64 rq_clock_of(struct task_struct *t) {
 static __always_inline __u64 wait_since_out(struct task_struct *next, struct pm_thread *t, __u64 now, __u64 gap) {
   __u64 woke = t->ctx_wake_at;
   if (t->out_runnable) return gap;
+  if (shared_stamps) {
+    // The scheduler's stamp of this wakeup: still there, or just taken by its own program.
+    __u32 slot = next->pid & (PM_RUNQ_STAMP_SLOTS - 1);
+    struct pm_runq_stamp *s = bpf_map_lookup_elem(&runq_stamps, &slot);
+    woke = s && s->pid == next->pid && s->start == (__u32)next->start_time ? (s->at ? s->at : s->taken) : 0;
+  }
   if (woke > t->out_at && woke <= now) return now - woke;
   // Woken where no wakeup tracepoint fired: the scheduler's own queue stamp, on its clock.
   __u64 queued = next->sched_info.last_queued, clock = rq_clock_of(next);

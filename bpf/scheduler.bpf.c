@@ -275,11 +275,6 @@ static __always_inline __u32 cgroup_slot_of(struct task_struct *t) {
 // storage lookup is, at 20-110 ns per event on a slow VM); raw_tp ones in a pid-keyed LRU hash.
 // A stamp names its task (pid and start time), so a slot taken by another task, or a stamp
 // left by a task that ran unseen, is never read as this task's wait.
-struct pm_runq_stamp {
-  __u64 at;     // when the task became runnable (0: taken)
-  __u32 pid;
-  __u32 start;  // the task's start_time, low 32 bits (a reused pid is another task)
-};
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, PM_RUNQ_STAMP_SLOTS);  // 1 where the raw_tp programs load (user space)
@@ -333,6 +328,7 @@ static __always_inline __u64 take_stamp(struct task_struct *p, bool typed) {
     if (!s || !s->at || s->pid != pid || s->start != (__u32)p->start_time) return 0;
     __u64 at = s->at;
     s->at = 0;
+    s->taken = at;
     return at;
   }
   __u32 pid = BPF_CORE_READ(p, pid);

@@ -12,6 +12,15 @@
  * 1 MiB). Where pid_max is larger, two tasks of the same slot runnable at once lose a wait:
  * counted in runq_lost, never timed wrong. */
 #define PM_RUNQ_STAMP_SLOTS 65536
+/* A task's run-queue stamp (the typed programs' array, by pid_slot). The application probes'
+ * programs read the same array, where they follow thread context (probe.bpf.c): `taken` keeps
+ * the last stamp taken at a switch in, which their program on that switch may run after. */
+struct pm_runq_stamp {
+  __u64 at;     /* when the task became runnable (0: taken) */
+  __u32 pid;
+  __u32 start;  /* the task's start_time, low 32 bits (a reused pid is another task) */
+  __u64 taken;  /* the last `at` taken */
+};
 #include "tree.h"
 
 /* System-wide scheduler counters, one slot per CPU (a per-CPU array of one element). */

@@ -184,6 +184,7 @@ Made make_probes(SourceContext& ctx) {
     return make_error(Errc::kUnavailable, "following the target tree needs the scheduler's eBPF programs (tp_btf)");
   }
   ProbeTarget target{tree, {}, usdt.empty() ? "" : exe, usdt, otel};
+  if (auto sched = ctx.sched(); sched && (*sched)->btf()) target.runq_stamps_fd = (*sched)->runq_stamps_fd();
   for (const ProbeSpec& p : ctx.config.probes) {
     auto r = probes::resolve_probe(p);  // checked at start-up; a binary replaced since fails here
     if (!r) return r.error();

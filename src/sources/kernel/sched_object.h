@@ -50,6 +50,8 @@ class SchedObject {
   // It follows the target tree: asked for, and the typed programs loaded.
   [[nodiscard]] bool follows_tree() const;
   [[nodiscard]] int members_fd() const;
+  // The typed programs' run-queue stamps (pm_runq_stamp by pid slot); -1 without them.
+  [[nodiscard]] int runq_stamps_fd() const;
   [[nodiscard]] bpf_object* object() const;
 
   // Makes every task of these processes a member, and the children they fork from now on.

@@ -24,6 +24,7 @@ struct ProbeTarget {
   std::string usdt_binary;  // where to attach perf_monitor's USDT probes; empty: nowhere
   std::vector<std::string> usdt_probes;  // which it has: request_begin/end, context_thread
   bool otel = false;  // it may publish OpenTelemetry thread context (followed in a tree only)
+  int runq_stamps_fd = -1;  // the scheduler object's run-queue stamps, shared (-1: none)
   [[nodiscard]] bool has_usdt(std::string_view name) const {
     return std::find(usdt_probes.begin(), usdt_probes.end(), name) != usdt_probes.end();
   }
