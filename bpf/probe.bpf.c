@@ -83,6 +83,24 @@ struct {
   __type(value, struct pm_runq_stamp);
 } runq_stamps SEC(".maps");
 
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct pm_switch_clock);
+} switch_clock SEC(".maps");  // the scheduler object's, shared with runq_stamps
+
+// The clock at this switch: as the scheduler object's switch program read it (it runs first),
+// else read here.
+static __always_inline __u64 switch_now(struct task_struct *prev) {
+  if (shared_stamps) {
+    __u32 zero = 0;
+    struct pm_switch_clock *c = bpf_map_lookup_elem(&switch_clock, &zero);
+    if (c && c->pid == prev->pid && c->switches == prev->nvcsw + prev->nivcsw && c->now) return c->now;
+  }
+  return bpf_ktime_get_ns();
+}
+
 // Thread context events (see pm_ctx_event), one record each, as they happen.
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -753,7 +771,7 @@ int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_str
   __u64 now = 0;
   if (pt && pt->out_at) {  // (0: its storage is being set up by a probe this switch interrupted)
     __u64 run, wait, blocked;
-    now = bpf_ktime_get_ns();
+    now = switch_now(prev);
     if (pt->ctx_in_poll) ctx_unseen_back(prev, pt, now);  // (before its figures at out_at move on)
     if (pt->otel_mode) otel_out(prev, pt, now, preempt || TASK_STATE_BTF(prev) == 0);
     split_since_out(prev, pt, now, true, &run, &wait, &blocked);
@@ -771,11 +789,11 @@ int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_str
   }
   struct pm_thread *nt = bpf_task_storage_get(&threads, next, 0, 0);
   if (otel_on && (!nt || !nt->otel_mode)) {
-    if (!now) now = bpf_ktime_get_ns();
+    if (!now) now = switch_now(prev);
     nt = otel_thread(next, nt, now);
   }
   if (nt) {
-    if (!now) now = bpf_ktime_get_ns();
+    if (!now) now = switch_now(prev);
     if (nt->otel_mode) {
       otel_back(next, nt, now);
       nt->ctx_faults_at_in = faults_of(next);

@@ -289,6 +289,13 @@ struct {
   __type(value, __u64);
 } raw_runq_stamps SEC(".maps");
 
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct pm_switch_clock);
+} switch_clock SEC(".maps");
+
 // The slot of a pid in the arrays indexed by its low bits (runq_stamps, top_names).
 static __always_inline __u32 pid_slot(__u32 pid) { return pid & (PM_RUNQ_STAMP_SLOTS - 1); }
 
@@ -396,6 +403,14 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
   __u64 queued = take_stamp(next, typed);  // the idle task has none
   if (!runnable && !queued) return 0;
   __u64 now = bpf_ktime_get_ns();
+  if (typed) {
+    struct pm_switch_clock *sc = bpf_map_lookup_elem(&switch_clock, &zero);
+    if (sc) {
+      sc->now = now;
+      sc->pid = prev->pid;
+      sc->switches = prev->nvcsw + prev->nivcsw;
+    }
+  }
   if (runnable) stamp_runnable(prev, typed, now);
   if (!queued || now < queued) return 0;
   __u64 wait = now - queued;

@@ -21,6 +21,16 @@ struct pm_runq_stamp {
   __u32 start;  /* the task's start_time, low 32 bits (a reused pid is another task) */
   __u64 taken;  /* the last `at` taken */
 };
+/* The clock as the typed switch program read it, per CPU, with the switch it was read at
+ * (prev's pid and its switch count, which the kernel counts before the tracepoint): the
+ * application probes' switch program, which runs after it on the same switch, takes it rather
+ * than read the clock again (a clock read is 100-200 ns in a program on a slow VM). */
+struct pm_switch_clock {
+  __u64 now;
+  __u64 switches;
+  __u32 pid;
+  __u32 pad;
+};
 #include "tree.h"
 
 /* System-wide scheduler counters, one slot per CPU (a per-CPU array of one element). */

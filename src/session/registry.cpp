@@ -184,7 +184,10 @@ Made make_probes(SourceContext& ctx) {
     return make_error(Errc::kUnavailable, "following the target tree needs the scheduler's eBPF programs (tp_btf)");
   }
   ProbeTarget target{tree, {}, usdt.empty() ? "" : exe, usdt, otel};
-  if (auto sched = ctx.sched(); sched && (*sched)->btf()) target.runq_stamps_fd = (*sched)->runq_stamps_fd();
+  if (auto sched = ctx.sched(); sched && (*sched)->btf()) {
+    target.runq_stamps_fd = (*sched)->runq_stamps_fd();
+    target.switch_clock_fd = (*sched)->switch_clock_fd();
+  }
   for (const ProbeSpec& p : ctx.config.probes) {
     auto r = probes::resolve_probe(p);  // checked at start-up; a binary replaced since fails here
     if (!r) return r.error();

@@ -137,6 +137,7 @@ bool SchedObject::btf() const { return impl_->btf; }
 bool SchedObject::follows_tree() const { return impl_->tree; }
 int SchedObject::members_fd() const { return bpf_map__fd(impl_->skel->maps.members); }
 int SchedObject::runq_stamps_fd() const { return btf() ? bpf_map__fd(impl_->skel->maps.runq_stamps) : -1; }
+int SchedObject::switch_clock_fd() const { return btf() ? bpf_map__fd(impl_->skel->maps.switch_clock) : -1; }
 bpf_object* SchedObject::object() const { return impl_->skel->obj; }
 uint64_t SchedObject::seeded_tasks() const { return impl_->skel->bss->seeded_tasks; }
 uint64_t SchedObject::seeded_processes() const { return impl_->skel->bss->seeded_processes; }

@@ -52,6 +52,8 @@ class SchedObject {
   [[nodiscard]] int members_fd() const;
   // The typed programs' run-queue stamps (pm_runq_stamp by pid slot); -1 without them.
   [[nodiscard]] int runq_stamps_fd() const;
+  // The clock as its switch program read it at the last switch, per CPU (pm_switch_clock).
+  [[nodiscard]] int switch_clock_fd() const;
   [[nodiscard]] bpf_object* object() const;
 
   // Makes every task of these processes a member, and the children they fork from now on.
