@@ -10,6 +10,8 @@
 #        bare-ctx   annotated, nothing attached (the pair's own cost)
 #        run        not annotated, under `perf-monitor run` (eBPF sources only)
 #        run-ctx    annotated, under `perf-monitor run`: the programs read the record at each switch
+#        otel       each trip an OpenTelemetry span (OTEP 4947, bench/otel_pingpong.c), nothing attached
+#        run-otel   the same under `perf-monitor run`: the programs read the span at each switch
 #   3. requests at 100,000 a second per CPU for 5 s under `perf-monitor run --format json`: how
 #      many were reported, and how many polls were lost.
 #   bench/context_overhead.sh [BUILD_DIR] [LOOPS] [ROUNDS]
@@ -19,6 +21,7 @@ loops=${2:-200000}
 rounds=${3:-5}
 pm="$build/perf-monitor"
 cb="$build/bench/context_bench"
+op="$build/bench/otel_pingpong"
 printf '[pmc]\nenabled = false\n' > /tmp/pm-bench-kernel.toml
 
 echo "-- the annotation pair, ns (10,000,000 each)"
@@ -33,11 +36,13 @@ for ((r = 0; r < rounds; r++)); do
   results[bare-ctx]+="$("$cb" pingpong "$loops" 1 | us) "
   results[run]+="$("$pm" --config /tmp/pm-bench-kernel.toml run --output /dev/null -- "$cb" pingpong "$loops" 0 | us) "
   results[run-ctx]+="$("$pm" --config /tmp/pm-bench-kernel.toml run --output /dev/null -- "$cb" pingpong "$loops" 1 | us) "
+  results[otel]+="$("$op" "$loops" 1 | us) "
+  results[run-otel]+="$("$pm" --config /tmp/pm-bench-kernel.toml run --output /dev/null -- "$op" "$loops" 1 | us) "
 done
 echo "-- a ping-pong on one CPU whose every trip is a poll ($loops trips, median of $rounds)"
 bare=$(echo ${results[bare]} | tr ' ' '\n' | median)
 printf '%-10s %10s %10s\n' config usecs/op slowdown
-for c in bare bare-ctx run run-ctx; do
+for c in bare bare-ctx run run-ctx otel run-otel; do
   m=$(echo ${results[$c]} | tr ' ' '\n' | median)
   printf '%-10s %10s %10.3f\n' "$c" "$m" "$(echo "$m / $bare" | bc -l)"
 done

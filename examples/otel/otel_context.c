@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // A small C writer of OpenTelemetry thread context (OTEP 4947), as an SDK publishes it: the TLS
 // pointer otel_thread_ctx_v1 names the running span's record (trace ID, span ID, valid, trace
-// flags, attributes), NULL between spans. Built into the executable (the variable in its own
-// TLS block) and as a shared library loaded at start, in both of the dialects a compiler emits
-// for it (TLSDESC: -mtls-dialect=gnu2; and the older __tls_get_addr one).
+// flags, attributes), NULL between spans. An application links it into its executable (and
+// exports the variable: -Wl,--export-dynamic-symbol=otel_thread_ctx_v1) or builds it as a shared
+// library it loads at start (-mtls-dialect=gnu2 for TLSDESC, as OTEP 4947 recommends; the older
+// __tls_get_addr dialect is read too). perf-monitor's tests and benchmarks use it both ways.
 #include "otel_context.h"
 
 __attribute__((visibility("default"))) __thread struct otel_thread_ctx_record* otel_thread_ctx_v1 = 0;
