@@ -29,6 +29,7 @@ packages=(
   libdw-dev                          # probes: where a function without a symbol was inlined (DWARF)
   libiberty-dev                      # probes: C++ and Rust (legacy and v0) names demangled
   libncurses-dev                     # perf-monitor top: the full-screen view on a terminal
+  libsnappy-dev                      # --remote-write: snappy compression (Prometheus remote write)
   libjs-chart.js                     # report: Chart.js, compiled into the binary (self-contained pages)
 )
 

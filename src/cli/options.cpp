@@ -17,6 +17,7 @@
 #include "core/listen_address.h"
 #include "core/text.h"
 #include "core/version.h"
+#include "sinks/http_client.h"
 #include "sinks/sink.h"
 #include "sources/counters/event_catalogue.h"
 #include "sources/probes/symbols.h"
@@ -225,8 +226,8 @@ Invocation parse_command_line(int argc, char** argv) {
   app.set_version_flag("-V,--version", PERF_MONITOR_VERSION_LINE);
   app.require_subcommand(0, 1);
 
-  std::string format, output, interval, duration, config_path, tree_interval, events, prometheus;
-  std::vector<std::string> probe_texts;
+  std::string format, output, interval, duration, config_path, tree_interval, events, prometheus, remote_write;
+  std::vector<std::string> probe_texts, remote_write_labels;
   std::optional<int> top_count, cgroup_depth, max_series;
   std::string top_sort, prometheus_processes, cgroup;
   bool top_threads = false;
@@ -290,6 +291,19 @@ Invocation parse_command_line(int argc, char** argv) {
                   "0.0.0.0:9464 (every interface), [::1]:9464; alongside the text or JSON output")
         ->check(kNonEmpty)
         ->type_name("ADDR:PORT");
+    a->add_option("--remote-write", remote_write,
+                  "Also push every interval's series to URL with Prometheus remote write, e.g. "
+                  "http://127.0.0.1:9090/api/v1/write (Prometheus with --web.enable-remote-write-receiver, "
+                  "an agent, Grafana Alloy)")
+        ->check(kNonEmpty)
+        ->type_name("URL");
+    a->add_option("--remote-write-label", remote_write_labels,
+                  "With --remote-write: a label every pushed series carries (repeatable); job=perf-monitor, "
+                  "instance=<host name> and, for run, run=<command>-<time> are added unless given")
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->check(kNonEmpty)
+        ->type_name("NAME=VALUE");
   };
   auto add_lists = [&](CLI::App* a) {
     a->add_option("--top", top_count, "The N busiest processes and cgroups per interval (default 10; 0: off)")
@@ -402,6 +416,24 @@ Invocation parse_command_line(int argc, char** argv) {
     auto addr = parse_listen_address(prometheus);
     if (!addr) return fail("--prometheus " + addr.error().message);
     c.prometheus_listen = *addr;
+  }
+  if (!remote_write.empty()) {
+    auto url = http::parse_url(remote_write);
+    if (!url) return fail("--remote-write: " + url.error().message);
+    c.remote_write = remote_write;
+  }
+  for (const std::string& l : remote_write_labels) {
+    size_t eq = l.find('=');
+    std::string name = l.substr(0, eq);
+    bool ok = eq != std::string::npos && !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
+              name.rfind("__", 0) != 0 &&
+              name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+    if (!ok) {
+      return fail("--remote-write-label '" + printable(l) +
+                  "': not NAME=VALUE with a label name of [a-zA-Z_][a-zA-Z0-9_]* (not starting with __)");
+    }
+    if (remote_write.empty()) return fail("--remote-write-label needs --remote-write URL");
+    c.remote_write_labels.emplace_back(name, l.substr(eq + 1));
   }
   auto set_duration = [&](const std::string& text, const char* flag, auto& field) -> bool {
     if (text.empty()) return true;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -40,6 +41,11 @@ struct Config {
   // [prometheus] listen / --prometheus: serve /metrics there while monitoring (none: not served).
   // Parsed where it is written, so a mistake names the flag or the file's line.
   std::optional<ListenAddress> prometheus_listen;
+  // --remote-write URL: every interval's series pushed there (Prometheus remote write 1.0), with
+  // these labels besides their own (--remote-write-label NAME=VALUE; job, instance and, for
+  // run, run are added where not given).
+  std::string remote_write;
+  std::vector<std::pair<std::string, std::string>> remote_write_labels;
   // [[probes]] / --probe.
   std::vector<ProbeSpec> probes;
 

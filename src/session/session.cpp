@@ -4,7 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <ctime>
 #include <optional>
 
 #include <fmt/format.h>
@@ -14,6 +17,7 @@
 #include "core/output.h"
 #include "session/registry.h"
 #include "sinks/prometheus.h"
+#include "sinks/remote_write.h"
 #include "sinks/sink.h"
 #include "sources/tree/tree_source.h"
 
@@ -64,6 +68,10 @@ class Session {
       if (auto served = prom_->serve(); !served) return fail(served.error().message);
       say(fmt::format("Prometheus metrics at http://{}/metrics", prom_->address().text()));
     }
+    if (remote_ != nullptr) {
+      remote_->session(status());
+      if (auto started = remote_->start(); !started) return fail(started.error().message);
+    }
     if (auto r = loop_->run(); !r) return fail(r.error().message);
     return finish();
   }
@@ -113,6 +121,17 @@ class Session {
       }
       prom_ = prom->get();
       sinks.push_back(std::move(*prom));
+    }
+    if (!cfg_.remote_write.empty()) {
+      auto url = http::parse_url(cfg_.remote_write);
+      if (!url) {
+        say(url.error().message);
+        return kExitUsage;
+      }
+      RemoteWriteOptions o{*url, remote_write_labels()};
+      auto rw = RemoteWriteSink::create(std::move(o));
+      remote_ = rw.get();
+      sinks.push_back(std::move(rw));
     }
     sink_ = make_fanout_sink(std::move(sinks));
     return 0;
@@ -260,6 +279,7 @@ class Session {
 
   void close_interval() {
     if (prom_ != nullptr) prom_->session(status());
+    if (remote_ != nullptr) remote_->session(status());
     IntervalRecord rec = agg_.close_interval(MonoClock::now());
     last_close_ = MonoClock::now();
     for (auto& src : sources_) src->annotate(rec);
@@ -375,6 +395,33 @@ class Session {
   std::optional<Output> out_;
   std::unique_ptr<Sink> sink_;
   PrometheusSink* prom_ = nullptr;  // one of sink_'s, when --prometheus is given
+  RemoteWriteSink* remote_ = nullptr;  // one of sink_'s, when --remote-write is given
+
+  // The labels every pushed series carries: the user's, then job, instance and (run) run where
+  // not given. A run's label tells one run of a command from the next: its name, when it
+  // started, and perf-monitor's pid.
+  std::vector<std::pair<std::string, std::string>> remote_write_labels() const {
+    auto labels = cfg_.remote_write_labels;
+    auto has = [&](std::string_view k) {
+      return std::any_of(labels.begin(), labels.end(), [&](const auto& l) { return l.first == k; });
+    };
+    if (!has("job")) labels.emplace_back("job", "perf-monitor");
+    if (!has("instance")) {
+      char host[256] = {};
+      ::gethostname(host, sizeof host - 1);
+      labels.emplace_back("instance", host);
+    }
+    if (spec_.mode == Mode::kRun && !has("run") && !spec_.command.empty()) {
+      std::string cmd = spec_.command[0].substr(spec_.command[0].rfind('/') + 1);
+      auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+      char when[32] = {};
+      std::tm tm{};
+      ::gmtime_r(&now, &tm);
+      std::strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
+      labels.emplace_back("run", fmt::format("{}-{}-{}", cmd, when, ::getpid()));
+    }
+    return labels;
+  }
   std::unique_ptr<Target> target_;
   std::vector<std::unique_ptr<Source>> sources_;
   std::array<std::vector<Source*>, 4> by_rhythm_;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/listen_address.h"
@@ -42,6 +43,21 @@ std::string prometheus_name(const MetricDesc& d);
 // render took, exported as perf_monitor_self_render_duration_seconds.
 void render_exposition(std::string& out, const IntervalRecord* rec, const SessionStatus& status,
                        double render_seconds);
+
+// What an exposition is made of, in order: each metric's header, then its samples (a
+// histogram's as its _bucket series, each with its `le` as the extra label, _sum and _count).
+class ExpositionWriter {
+ public:
+  virtual ~ExpositionWriter() = default;
+  virtual void header(std::string_view name, std::string_view help, std::string_view type) = 0;
+  virtual void sample(std::string_view name, std::string_view suffix, const Labels& labels, double value,
+                      std::string_view extra_key, std::string_view extra_value) = 0;
+};
+// The exposition of render_exposition, to any writer (remote write sends the same series).
+void write_exposition(ExpositionWriter& out, const IntervalRecord* rec, const SessionStatus& status,
+                      double render_seconds);
+// A metric or label name as Prometheus takes it: every byte outside [a-zA-Z0-9_] becomes '_'.
+void append_name(std::string& out, std::string_view s);
 
 // Appends what only the server thread knows, at each scrape: scrapes served (this one
 // included), and how long the previous one took from request to last byte written.

@@ -26,12 +26,16 @@ bool has_unit(std::string_view name, std::string_view suffix) {
 }
 
 // Metric and label names may only hold [a-zA-Z0-9_] (and ':' for recording rules).
+}  // namespace
+
 void append_name(std::string& out, std::string_view s) {
   for (char c : s) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     out += ok ? c : '_';
   }
 }
+
+namespace {
 
 std::string_view unit_suffix(Unit u) {
   switch (u) {
@@ -101,7 +105,7 @@ void append_labels(std::string& out, const Labels& labels, std::string_view extr
   out += '}';
 }
 
-void append_header(std::string& out, std::string_view name, std::string_view help, std::string_view type) {
+void append_header_text(std::string& out, std::string_view name, std::string_view help, std::string_view type) {
   out += "# HELP ";
   out += name;
   out += ' ';
@@ -113,8 +117,8 @@ void append_header(std::string& out, std::string_view name, std::string_view hel
   out += '\n';
 }
 
-void append_sample(std::string& out, std::string_view name, std::string_view suffix, const Labels& labels,
-                   double value, std::string_view extra_key = {}, std::string_view extra_value = {}) {
+void append_sample_text(std::string& out, std::string_view name, std::string_view suffix, const Labels& labels,
+                        double value, std::string_view extra_key, std::string_view extra_value) {
   out += name;
   out += suffix;
   append_labels(out, labels, extra_key, extra_value);
@@ -123,12 +127,36 @@ void append_sample(std::string& out, std::string_view name, std::string_view suf
   out += '\n';
 }
 
+// The exposition as text.
+class TextWriter final : public ExpositionWriter {
+ public:
+  explicit TextWriter(std::string& out) : out_(out) {}
+  void header(std::string_view name, std::string_view help, std::string_view type) override {
+    append_header_text(out_, name, help, type);
+  }
+  void sample(std::string_view name, std::string_view suffix, const Labels& labels, double value,
+              std::string_view extra_key, std::string_view extra_value) override {
+    append_sample_text(out_, name, suffix, labels, value, extra_key, extra_value);
+  }
+
+ private:
+  std::string& out_;
+};
+
+void append_header(ExpositionWriter& w, std::string_view name, std::string_view help, std::string_view type) {
+  w.header(name, help, type);
+}
+void append_sample(ExpositionWriter& w, std::string_view name, std::string_view suffix, const Labels& labels,
+                   double value, std::string_view extra_key = {}, std::string_view extra_value = {}) {
+  w.sample(name, suffix, labels, value, extra_key, extra_value);
+}
+
 // A log2 histogram as a Prometheus histogram. Bucket i counts values below bucket_base * 2^i;
 // the last bucket also takes everything beyond (the kernel side clamps), so it has no finite
 // bound of its own: the `le` series stop one bucket short and +Inf holds the whole count. A
 // value exactly on a bound counts in the next bucket (the bounds are exclusive), which for
 // latencies in nanoseconds is immaterial.
-void append_histogram(std::string& out, std::string_view name, const IntervalValue& v) {
+void append_histogram(ExpositionWriter& out, std::string_view name, const IntervalValue& v) {
   double base = v.desc->bucket_base > 0 ? v.desc->bucket_base : 1;
   uint64_t cumulative = 0;
   for (size_t i = 0; i + 1 < v.total_buckets.size(); ++i) {
@@ -144,7 +172,7 @@ void append_histogram(std::string& out, std::string_view name, const IntervalVal
   append_sample(out, name, "_count", *v.labels, static_cast<double>(count));
 }
 
-void append_self(std::string& out, const SessionStatus& s, double render_seconds) {
+void append_self(ExpositionWriter& out, const SessionStatus& s, double render_seconds) {
   append_header(out, "perf_monitor_build_info", "perf-monitor's version and mode (system, run, attach or cgroup); always 1",
                 "gauge");
   Labels info{{"version", PERF_MONITOR_VERSION}, {"mode", s.mode}};
@@ -215,7 +243,8 @@ std::string prometheus_name(const MetricDesc& d) {
   return n;
 }
 
-void render_scrape_self(std::string& out, uint64_t scrapes, double last_scrape_seconds) {
+void render_scrape_self(std::string& text, uint64_t scrapes, double last_scrape_seconds) {
+  TextWriter out(text);
   append_header(out, "perf_monitor_self_scrapes_total", "Requests for /metrics served, this one included", "counter");
   append_sample(out, "perf_monitor_self_scrapes_total", "", {}, static_cast<double>(scrapes));
   append_header(out, "perf_monitor_self_scrape_duration_seconds",
@@ -223,8 +252,14 @@ void render_scrape_self(std::string& out, uint64_t scrapes, double last_scrape_s
   append_sample(out, "perf_monitor_self_scrape_duration_seconds", "", {}, last_scrape_seconds);
 }
 
-void render_exposition(std::string& out, const IntervalRecord* rec, const SessionStatus& status,
+void render_exposition(std::string& text, const IntervalRecord* rec, const SessionStatus& status,
                        double render_seconds) {
+  TextWriter out(text);
+  write_exposition(out, rec, status, render_seconds);
+}
+
+void write_exposition(ExpositionWriter& out, const IntervalRecord* rec, const SessionStatus& status,
+                      double render_seconds) {
   if (rec != nullptr) {
     // The exposition format wants every series of a metric together under one HELP/TYPE;
     // the record lists series in the order they were first observed. Group by name, keeping

@@ -159,6 +159,33 @@ std::string PrometheusServer::missing() {
   return {};
 }
 
+std::vector<const nlohmann::json*> intervals_of(const Outcome& o) {
+  std::vector<const nlohmann::json*> out;
+  for (const auto& r : o.records) {
+    if (r.value("type", "") == "interval") out.push_back(&r);
+  }
+  return out;
+}
+
+std::vector<double> cumulative(const Outcome& o, const std::vector<std::string>& path) {
+  std::vector<double> sums;
+  double sum = 0;
+  for (const nlohmann::json* r : intervals_of(o)) {
+    const nlohmann::json* node = r;
+    for (const std::string& key : path) {
+      if (!node->contains(key)) {
+        node = nullptr;
+        break;
+      }
+      node = &(*node)[key];
+    }
+    if (node == nullptr || !node->is_number()) continue;
+    sum += node->get<double>();
+    sums.push_back(sum);
+  }
+  return sums;
+}
+
 PrometheusServer::PrometheusServer(const std::vector<int>& target_ports) {
   dir_ = temp_base() + ".prometheus";
   std::filesystem::create_directories(dir_ + "/data");
@@ -183,6 +210,7 @@ PrometheusServer::PrometheusServer(const std::vector<int>& target_ports) {
                                    // manager's fixed 5 s throttle plus this reload interval
                                    // (5 s by default): the test waits ~5 s instead of ~10.
                                    "--scrape.discovery-reload-interval=100ms",
+                                   "--web.enable-remote-write-receiver",
                                    "--log.level=warn"};
   std::string log = dir_ + "/prometheus.log";
   pid_ = ::fork();

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "integration/harness.h"
+
 namespace pm::test {
 
 struct HttpResponse {
@@ -46,9 +48,15 @@ int promtool_check(const std::string& text, std::string* report);
 // groups, perf-monitor itself).
 std::vector<std::string> naming_problems(const std::string& exposition);
 
+// The interval records of a run (its JSON lines).
+std::vector<const nlohmann::json*> intervals_of(const Outcome& o);
+// Running totals of a counter as Prometheus should see them: the sums of the JSON interval
+// increases up to each interval (both start when perf-monitor first read the counter).
+std::vector<double> cumulative(const Outcome& o, const std::vector<std::string>& path);
+
 // A real Prometheus server on 127.0.0.1 with its own configuration and storage in a scratch
-// directory, scraping the given perf-monitor ports every second. Stopped (SIGTERM) and its
-// directory removed on destruction.
+// directory, scraping the given perf-monitor ports every second, and taking remote writes at
+// /api/v1/write. Stopped (SIGTERM) and its directory removed on destruction.
 class PrometheusServer {
  public:
   // Why no server can be run here, or empty.

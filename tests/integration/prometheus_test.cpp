@@ -29,35 +29,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-std::vector<const nlohmann::json*> intervals_of(const Outcome& o) {
-  std::vector<const nlohmann::json*> out;
-  for (const auto& r : o.records) {
-    if (r.value("type", "") == "interval") out.push_back(&r);
-  }
-  return out;
-}
-
-// Running totals of a counter as Prometheus should see them: the sums of the JSON interval
-// increases up to each interval (both start when perf-monitor first read the counter).
-std::vector<double> cumulative(const Outcome& o, const std::vector<std::string>& path) {
-  std::vector<double> sums;
-  double sum = 0;
-  for (const nlohmann::json* r : intervals_of(o)) {
-    const nlohmann::json* node = r;
-    for (const std::string& key : path) {
-      if (!node->contains(key)) {
-        node = nullptr;
-        break;
-      }
-      node = &(*node)[key];
-    }
-    if (node == nullptr || !node->is_number()) continue;
-    sum += node->get<double>();
-    sums.push_back(sum);
-  }
-  return sums;
-}
-
 // The index of the running total v among sums (within tol), or -1.
 int index_of(const std::vector<double>& sums, double v, double tol = 0) {
   for (size_t i = 0; i < sums.size(); ++i) {

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// Prometheus remote write (protocol 1.0): at each interval close the sink encodes the series
+// /metrics would show (the same names, labels and values, with the interval's timestamp) as a
+// protobuf WriteRequest, compresses it with snappy and queues it; a thread of its own POSTs the
+// queue in order to the receiver (Prometheus with --web.enable-remote-write-receiver, an agent,
+// Grafana Alloy, Mimir...). So a slow or absent receiver never delays a tick.
+//
+// Delivery as the protocol asks: 2xx sent; 429 and 5xx (and no response at all) retried with
+// exponential backoff (100 ms doubling to 5 s, or the receiver's Retry-After), the queue kept in
+// order; another 4xx is the request's fault: dropped, never retried. The queue holds at most
+// kMaxQueued requests (the oldest go first, counted). At the end, what is queued gets up to
+// flush_timeout; what is left is counted and said.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sinks/http_client.h"
+#include "sinks/prometheus.h"
+
+namespace pm {
+
+struct RemoteWriteOptions {
+  http::Url url;
+  // Labels every series carries (job, instance, run, and the user's), in addition to its own;
+  // a series' own label of the same name wins.
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::chrono::milliseconds flush_timeout{2000};
+  std::chrono::milliseconds request_timeout{10000};
+};
+
+class RemoteWriteSink : public Sink {
+ public:
+  static constexpr size_t kMaxQueued = 256;  // requests: four minutes of 1 s intervals
+  static std::unique_ptr<RemoteWriteSink> create(RemoteWriteOptions options);
+  // The session's self metrics for the next request (as PrometheusSink::session).
+  virtual void session(const SessionStatus& status) = 0;
+  // Starts the sending thread (after `run` has forked the command, as PrometheusSink::serve).
+  virtual Status start() = 0;
+};
+
+// One interval's series as a WriteRequest (uncompressed protobuf), for the sink and tests.
+// Returns the number of samples in it.
+size_t encode_write_request(std::string& out, const IntervalRecord* rec, const SessionStatus& status,
+                            const std::vector<std::pair<std::string, std::string>>& labels, int64_t timestamp_ms);
+
+}  // namespace pm
