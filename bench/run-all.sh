@@ -25,6 +25,10 @@ echo "== thread context: the annotation pair, a ping-pong whose every trip is a 
 "$(dirname "$0")/context_overhead.sh" "$build" 200000 5
 
 echo
+echo "== Prometheus remote write: 20 instances pushing to one Prometheus for 5 minutes"
+"$(dirname "$0")/remote_write_fleet.sh" "$build" 20 300
+
+echo
 echo "== perf-monitor report: an hour of live recording at 1 s (3,600 intervals)"
 "$build/bench/report_bench" "$build/perf-monitor" 10
 

@@ -130,6 +130,7 @@ class HttpRemoteWriteSink final : public RemoteWriteSink {
     std::string raw;
     raw.reserve(last_raw_ + last_raw_ / 8);
     size_t n = encode_write_request(raw, &rec, status_, opt_.labels, ts);
+    n += encode_self(raw, ts);
     last_raw_ = raw.size();
     Batch b;
     b.samples = n;
@@ -202,6 +203,7 @@ class HttpRemoteWriteSink final : public RemoteWriteSink {
         if (!queue_.empty() && queue_.front().seq == seq) {
           queue_.pop_front();
           (sent ? sent_ : failed_) += samples;
+          if (sent) bytes_ += body.size();
         }
         if (refused) why_ = fmt::format("the receiver refused them: {} {}", reply->status, printable(first_line(reply->body)));
         backoff = std::chrono::milliseconds(100);
@@ -222,6 +224,25 @@ class HttpRemoteWriteSink final : public RemoteWriteSink {
     }
   }
 
+  // The sink's own figures so far, as series of the request (not on /metrics: they are this
+  // sink's): samples by outcome, requests, retries, bytes sent.
+  size_t encode_self(std::string& raw, int64_t ts) {
+    size_t sent, refused, dropped, requests, retries, bytes;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sent = sent_, refused = failed_, dropped = dropped_, requests = requests_, retries = retries_, bytes = bytes_;
+    }
+    Encoder e(raw, opt_.labels, ts);
+    for (auto [outcome, v] : {std::pair{"sent", sent}, std::pair{"refused", refused}, std::pair{"dropped", dropped}}) {
+      e.sample("perf_monitor_self_remote_write_samples_total", "", Labels{{"outcome", outcome}}, static_cast<double>(v), {}, {});
+    }
+    const Labels none;
+    e.sample("perf_monitor_self_remote_write_requests_total", "", none, static_cast<double>(requests), {}, {});
+    e.sample("perf_monitor_self_remote_write_retries_total", "", none, static_cast<double>(retries), {}, {});
+    e.sample("perf_monitor_self_remote_write_sent_bytes_total", "", none, static_cast<double>(bytes), {}, {});
+    return e.samples();
+  }
+
   static std::string first_line(const std::string& s) { return s.substr(0, std::min(s.find('\n'), size_t{200})); }
 
   RemoteWriteOptions opt_;
@@ -232,7 +253,7 @@ class HttpRemoteWriteSink final : public RemoteWriteSink {
   std::deque<Batch> queue_;
   bool closing_ = false;
   std::chrono::steady_clock::time_point deadline_;
-  size_t queued_total_ = 0, sent_ = 0, failed_ = 0, dropped_ = 0, requests_ = 0, retries_ = 0;
+  size_t queued_total_ = 0, sent_ = 0, failed_ = 0, dropped_ = 0, requests_ = 0, retries_ = 0, bytes_ = 0;
   uint64_t seq_ = 0;
   std::string why_;
   std::thread thread_;
