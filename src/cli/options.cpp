@@ -18,6 +18,7 @@
 #include "core/text.h"
 #include "core/version.h"
 #include "sinks/http_client.h"
+#include "sinks/otlp.h"
 #include "sinks/sink.h"
 #include "sources/counters/event_catalogue.h"
 #include "sources/probes/symbols.h"
@@ -226,7 +227,7 @@ Invocation parse_command_line(int argc, char** argv) {
   app.set_version_flag("-V,--version", PERF_MONITOR_VERSION_LINE);
   app.require_subcommand(0, 1);
 
-  std::string format, output, interval, duration, config_path, tree_interval, events, prometheus, remote_write;
+  std::string format, output, interval, duration, config_path, tree_interval, events, prometheus, remote_write, otlp;
   std::vector<std::string> probe_texts, remote_write_labels;
   std::optional<int> top_count, cgroup_depth, max_series;
   std::string top_sort, prometheus_processes, cgroup;
@@ -295,6 +296,12 @@ Invocation parse_command_line(int argc, char** argv) {
                   "Also push every interval's series to URL with Prometheus remote write, e.g. "
                   "http://127.0.0.1:9090/api/v1/write (Prometheus with --web.enable-remote-write-receiver, "
                   "an agent, Grafana Alloy)")
+        ->check(kNonEmpty)
+        ->type_name("URL");
+    a->add_option("--otlp", otlp,
+                  "Also export every span (probed calls, requests, thread context) with OTLP/HTTP to URL/v1/traces, "
+                  "e.g. http://127.0.0.1:4318 (an OpenTelemetry Collector, Jaeger, Tempo); the OTEL_EXPORTER_OTLP_* "
+                  "variables are read as OpenTelemetry's SDKs read them")
         ->check(kNonEmpty)
         ->type_name("URL");
     a->add_option("--remote-write-label", remote_write_labels,
@@ -421,6 +428,11 @@ Invocation parse_command_line(int argc, char** argv) {
     auto url = http::parse_url(remote_write);
     if (!url) return fail("--remote-write: " + url.error().message);
     c.remote_write = remote_write;
+  }
+  if (!otlp.empty()) {
+    auto o = otlp_options(otlp);
+    if (!o) return fail("--otlp: " + o.error().message);
+    c.otlp = otlp;
   }
   for (const std::string& l : remote_write_labels) {
     size_t eq = l.find('=');

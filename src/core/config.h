@@ -45,6 +45,8 @@ struct Config {
   // these labels besides their own (--remote-write-label NAME=VALUE; job, instance and, for
   // run, run are added where not given).
   std::string remote_write;
+  // --otlp URL: spans exported with OTLP/HTTP to URL/v1/traces (also from OTEL_EXPORTER_OTLP_*).
+  std::string otlp;
   std::vector<std::pair<std::string, std::string>> remote_write_labels;
   // [[probes]] / --probe.
   std::vector<ProbeSpec> probes;

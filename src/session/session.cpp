@@ -17,6 +17,7 @@
 #include "core/output.h"
 #include "session/registry.h"
 #include "sinks/prometheus.h"
+#include "sinks/otlp.h"
 #include "sinks/remote_write.h"
 #include "sinks/sink.h"
 #include "sources/tree/tree_source.h"
@@ -71,6 +72,9 @@ class Session {
     if (remote_ != nullptr) {
       remote_->session(status());
       if (auto started = remote_->start(); !started) return fail(started.error().message);
+    }
+    if (otlp_ != nullptr) {
+      if (auto started = otlp_->start(); !started) return fail(started.error().message);
     }
     if (auto r = loop_->run(); !r) return fail(r.error().message);
     return finish();
@@ -132,6 +136,23 @@ class Session {
       auto rw = RemoteWriteSink::create(std::move(o));
       remote_ = rw.get();
       sinks.push_back(std::move(rw));
+    }
+    // OTLP: --otlp, or the OTEL_EXPORTER_OTLP_* variables (a bad one is a usage error).
+    auto otlp = otlp_options(cfg_.otlp);
+    if (!otlp) {
+      say(otlp.error().message);
+      return kExitUsage;
+    }
+    if (*otlp) {
+      OtlpOptions o = std::move(**otlp);
+      if (spec_.mode == Mode::kRun) {
+        std::string line;
+        for (const std::string& a : spec_.command) line += (line.empty() ? "" : " ") + a;
+        o.resource.emplace_back("process.command_line", line);
+      }
+      auto sink = OtlpSink::create(std::move(o));
+      otlp_ = sink.get();
+      sinks.push_back(std::move(sink));
     }
     sink_ = make_fanout_sink(std::move(sinks));
     return 0;
@@ -396,6 +417,7 @@ class Session {
   std::unique_ptr<Sink> sink_;
   PrometheusSink* prom_ = nullptr;  // one of sink_'s, when --prometheus is given
   RemoteWriteSink* remote_ = nullptr;  // one of sink_'s, when --remote-write is given
+  OtlpSink* otlp_ = nullptr;           // one of sink_'s, when --otlp (or OTEL_EXPORTER_OTLP_*) is given
 
   // The labels every pushed series carries: the user's, then job, instance and (run) run where
   // not given. A run's label tells one run of a command from the next: its name, when it

@@ -1,16 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sinks/remote_write.h"
 
-#include <signal.h>
+#include "sinks/pusher.h"
+
 #include <snappy-c.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
-#include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -96,33 +93,18 @@ class Encoder final : public ExpositionWriter {
   size_t samples_ = 0;
 };
 
-struct Batch {
-  std::string body;  // snappy-compressed WriteRequest
-  size_t samples = 0;
-  uint64_t seq = 0;
-};
-
 class HttpRemoteWriteSink final : public RemoteWriteSink {
  public:
-  explicit HttpRemoteWriteSink(RemoteWriteOptions o) : opt_(std::move(o)) {}
-  HttpRemoteWriteSink(const HttpRemoteWriteSink&) = delete;
-  HttpRemoteWriteSink& operator=(const HttpRemoteWriteSink&) = delete;
-  ~HttpRemoteWriteSink() override { stop(std::chrono::milliseconds(0)); }
+  explicit HttpRemoteWriteSink(RemoteWriteOptions o)
+      : opt_(std::move(o)),
+        pusher_(opt_.url,
+                {{"Content-Type", "application/x-protobuf"},
+                 {"Content-Encoding", "snappy"},
+                 {"X-Prometheus-Remote-Write-Version", "0.1.0"},
+                 {"User-Agent", std::string("perf-monitor/") + PERF_MONITOR_VERSION}},
+                opt_.request_timeout) {}
 
-  Status start() override {
-    // The thread blocks every signal: they stay with the event loop (as the HTTP server's).
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    try {
-      thread_ = std::thread([this] { send_loop(); });
-    } catch (const std::system_error& e) {
-      pthread_sigmask(SIG_SETMASK, &old, nullptr);
-      return make_error(Errc::kUnavailable, std::string("remote write: no thread: ") + e.what());
-    }
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    return {};
-  }
+  Status start() override { return pusher_.start(); }
   void session(const SessionStatus& status) override { status_ = status; }
   void unavailable(const std::vector<Unavailable>& /*list*/) override {}
   void interval(const IntervalRecord& rec) override {
@@ -132,131 +114,44 @@ class HttpRemoteWriteSink final : public RemoteWriteSink {
     size_t n = encode_write_request(raw, &rec, status_, opt_.labels, ts);
     n += encode_self(raw, ts);
     last_raw_ = raw.size();
-    Batch b;
-    b.samples = n;
+    std::string body;
     size_t max = snappy_max_compressed_length(raw.size());
-    b.body.resize(max);
-    if (snappy_compress(raw.data(), raw.size(), b.body.data(), &max) != SNAPPY_OK) {
-      std::lock_guard<std::mutex> lock(mu_);
-      dropped_ += n;
-      return;
-    }
-    b.body.resize(max);
-    std::lock_guard<std::mutex> lock(mu_);
-    b.seq = ++seq_;
-    queued_total_ += n;
-    if (queue_.size() >= kMaxQueued) {
-      dropped_ += queue_.front().samples;
-      queue_.pop_front();
-      why_ = "the queue was full (the receiver was too slow or down)";
-    }
-    queue_.push_back(std::move(b));
-    cv_.notify_all();
+    body.resize(max);
+    if (snappy_compress(raw.data(), raw.size(), body.data(), &max) != SNAPPY_OK) return;
+    body.resize(max);
+    pusher_.push(std::move(body), n);
   }
   void summary(const SummaryRecord& /*rec*/, const RunInfo& /*info*/, const std::vector<Unavailable>& /*list*/) override {
-    stop(opt_.flush_timeout);
-    std::lock_guard<std::mutex> lock(mu_);
-    size_t left = 0;
-    for (const Batch& b : queue_) left += b.samples;
-    size_t lost = dropped_ + left + failed_;
+    pusher_.finish(opt_.flush_timeout);
+    Pusher::Counts c = pusher_.counts();
+    size_t lost = c.dropped + c.refused + c.left;
     if (lost > 0) {
       std::fprintf(stderr, "perf-monitor: remote write to %s: %zu of %zu samples not delivered (%s)\n",
-                   printable(opt_.url.text).c_str(), lost, queued_total_,
-                   left > 0 ? "the receiver did not take them before the end" : why_.c_str());
+                   printable(opt_.url.text).c_str(), lost, c.queued,
+                   c.left > 0 ? "the receiver did not take them before the end" : c.why.c_str());
     }
   }
 
  private:
-  void stop(std::chrono::milliseconds grace) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      closing_ = true;
-      deadline_ = std::chrono::steady_clock::now() + grace;
-      cv_.notify_all();
-    }
-    if (thread_.joinable()) thread_.join();
-  }
-
-  void send_loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto backoff = std::chrono::milliseconds(100);
-    for (;;) {
-      cv_.wait(lock, [&] { return closing_ || !queue_.empty(); });
-      if (queue_.empty() || (closing_ && std::chrono::steady_clock::now() >= deadline_)) return;
-      std::string body = queue_.front().body;  // (a copy: the queue may drop its oldest meanwhile)
-      size_t samples = queue_.front().samples;
-      uint64_t seq = queue_.front().seq;
-      lock.unlock();
-      auto timeout = opt_.request_timeout;
-      auto reply = http::post(opt_.url,
-                              {{"Content-Type", "application/x-protobuf"},
-                               {"Content-Encoding", "snappy"},
-                               {"X-Prometheus-Remote-Write-Version", "0.1.0"},
-                               {"User-Agent", std::string("perf-monitor/") + PERF_MONITOR_VERSION}},
-                              body, timeout);
-      lock.lock();
-      ++requests_;
-      bool sent = reply && reply->status >= 200 && reply->status < 300;
-      bool refused = reply && reply->status >= 400 && reply->status < 500 && reply->status != 429;
-      if (sent || refused) {
-        // Done with it either way (if it is still there: the queue may have dropped it).
-        if (!queue_.empty() && queue_.front().seq == seq) {
-          queue_.pop_front();
-          (sent ? sent_ : failed_) += samples;
-          if (sent) bytes_ += body.size();
-        }
-        if (refused) why_ = fmt::format("the receiver refused them: {} {}", reply->status, printable(first_line(reply->body)));
-        backoff = std::chrono::milliseconds(100);
-        continue;
-      }
-      // Retry: after the receiver's Retry-After, or the backoff; never past the end's deadline.
-      ++retries_;
-      why_ = reply ? fmt::format("the receiver answered {}", reply->status) : reply.error().message;
-      auto wait = backoff;
-      if (reply && reply->retry_after) {
-        wait = std::chrono::milliseconds(static_cast<long>(std::min(*reply->retry_after, 60.0) * 1000));
-      }
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
-      auto until = std::chrono::steady_clock::now() + wait;
-      if (closing_) until = std::min(until, deadline_);
-      cv_.wait_until(lock, until, [&] { return closing_ && std::chrono::steady_clock::now() >= deadline_; });
-      if (closing_ && std::chrono::steady_clock::now() >= deadline_) return;
-    }
-  }
-
   // The sink's own figures so far, as series of the request (not on /metrics: they are this
   // sink's): samples by outcome, requests, retries, bytes sent.
   size_t encode_self(std::string& raw, int64_t ts) {
-    size_t sent, refused, dropped, requests, retries, bytes;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      sent = sent_, refused = failed_, dropped = dropped_, requests = requests_, retries = retries_, bytes = bytes_;
-    }
+    Pusher::Counts c = pusher_.counts();
     Encoder e(raw, opt_.labels, ts);
-    for (auto [outcome, v] : {std::pair{"sent", sent}, std::pair{"refused", refused}, std::pair{"dropped", dropped}}) {
+    for (auto [outcome, v] : {std::pair{"sent", c.sent}, std::pair{"refused", c.refused}, std::pair{"dropped", c.dropped}}) {
       e.sample("perf_monitor_self_remote_write_samples_total", "", Labels{{"outcome", outcome}}, static_cast<double>(v), {}, {});
     }
     const Labels none;
-    e.sample("perf_monitor_self_remote_write_requests_total", "", none, static_cast<double>(requests), {}, {});
-    e.sample("perf_monitor_self_remote_write_retries_total", "", none, static_cast<double>(retries), {}, {});
-    e.sample("perf_monitor_self_remote_write_sent_bytes_total", "", none, static_cast<double>(bytes), {}, {});
+    e.sample("perf_monitor_self_remote_write_requests_total", "", none, static_cast<double>(c.requests), {}, {});
+    e.sample("perf_monitor_self_remote_write_retries_total", "", none, static_cast<double>(c.retries), {}, {});
+    e.sample("perf_monitor_self_remote_write_sent_bytes_total", "", none, static_cast<double>(c.bytes), {}, {});
     return e.samples();
   }
-
-  static std::string first_line(const std::string& s) { return s.substr(0, std::min(s.find('\n'), size_t{200})); }
 
   RemoteWriteOptions opt_;
   SessionStatus status_;  // event loop thread only
   size_t last_raw_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Batch> queue_;
-  bool closing_ = false;
-  std::chrono::steady_clock::time_point deadline_;
-  size_t queued_total_ = 0, sent_ = 0, failed_ = 0, dropped_ = 0, requests_ = 0, retries_ = 0, bytes_ = 0;
-  uint64_t seq_ = 0;
-  std::string why_;
-  std::thread thread_;
+  Pusher pusher_;
 };
 
 }  // namespace

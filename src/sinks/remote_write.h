@@ -5,11 +5,9 @@
 // queue in order to the receiver (Prometheus with --web.enable-remote-write-receiver, an agent,
 // Grafana Alloy, Mimir...). So a slow or absent receiver never delays a tick.
 //
-// Delivery as the protocol asks: 2xx sent; 429 and 5xx (and no response at all) retried with
-// exponential backoff (100 ms doubling to 5 s, or the receiver's Retry-After), the queue kept in
-// order; another 4xx is the request's fault: dropped, never retried. The queue holds at most
-// kMaxQueued requests (the oldest go first, counted). At the end, what is queued gets up to
-// flush_timeout; what is left is counted and said.
+// Delivery as the protocol asks (sinks/pusher.h): 429 and 5xx retried in order with backoff and
+// Retry-After, another 4xx dropped, a bounded queue. At the end, what is queued gets up to
+// flush_timeout; what was not delivered is counted and said.
 #pragma once
 
 #include <chrono>
@@ -35,7 +33,6 @@ struct RemoteWriteOptions {
 
 class RemoteWriteSink : public Sink {
  public:
-  static constexpr size_t kMaxQueued = 256;  // requests: four minutes of 1 s intervals
   static std::unique_ptr<RemoteWriteSink> create(RemoteWriteOptions options);
   // The session's self metrics for the next request (as PrometheusSink::session).
   virtual void session(const SessionStatus& status) = 0;

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sinks/otlp.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "core/outside_text.h"
+#include "core/text.h"
+#include "core/version.h"
+#include "sinks/pusher.h"
+
+namespace pm {
+namespace {
+
+// Protocol buffers' wire format, as the OTLP messages need it.
+void varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out += static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  out += static_cast<char>(v);
+}
+void key(std::string& out, uint32_t field, uint32_t wire) { varint(out, (uint64_t{field} << 3) | wire); }
+void bytes_field(std::string& out, uint32_t field, std::string_view b) {
+  key(out, field, 2);
+  varint(out, b.size());
+  out.append(b);
+}
+void fixed64(std::string& out, uint32_t field, uint64_t v) {
+  key(out, field, 1);
+  char raw[8];
+  std::memcpy(raw, &v, 8);  // little-endian (x86-64, arm64), as the wire wants
+  out.append(raw, 8);
+}
+
+// KeyValue { string key = 1; AnyValue value = 2; }
+// AnyValue { string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4; }
+void attribute(std::string& out, uint32_t field, std::string_view k, const std::string& any) {
+  std::string kv;
+  bytes_field(kv, 1, k);
+  bytes_field(kv, 2, any);
+  bytes_field(out, field, kv);
+}
+std::string any_string(std::string_view v) {
+  std::string a;
+  bytes_field(a, 1, clean_utf8(v));
+  return a;
+}
+std::string any_int(uint64_t v) {
+  std::string a;
+  key(a, 3, 0);
+  varint(a, v);
+  return a;
+}
+std::string any_double(double v) {
+  std::string a;
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  fixed64(a, 4, bits);
+  return a;
+}
+
+// Hex digits to bytes; "" where the text is not exactly n bytes of hex.
+std::string from_hex(std::string_view hex, size_t n) {
+  if (hex.size() != 2 * n) return {};
+  std::string out(n, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    auto digit = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
+    int hi = digit(hex[2 * i]), lo = digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return {};
+    out[i] = static_cast<char>(hi * 16 + lo);
+  }
+  return out;
+}
+
+std::string random_bytes(size_t n, uint64_t (*random)()) {
+  std::string out(n, '\0');
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t r = random();
+    if (r == 0) r = 1;  // an all-zero ID is invalid
+    std::memcpy(out.data() + i, &r, std::min<size_t>(8, n - i));
+  }
+  return out;
+}
+
+// Span { bytes trace_id = 1; bytes span_id = 2; bytes parent_span_id = 4; string name = 5;
+//        SpanKind kind = 6; fixed64 start_time_unix_nano = 7; fixed64 end_time_unix_nano = 8;
+//        repeated KeyValue attributes = 9; }
+void encode_span(std::string& out, const Span& s, uint64_t (*random)()) {
+  std::string trace = from_hex(s.trace_id, 16), parent = from_hex(s.parent_span_id, 8);
+  if (trace.empty()) trace = random_bytes(16, random);
+  std::string sp;
+  bytes_field(sp, 1, trace);
+  bytes_field(sp, 2, random_bytes(8, random));
+  if (!parent.empty()) bytes_field(sp, 4, parent);
+  bytes_field(sp, 5, clean_utf8(s.function));
+  key(sp, 6, 0);
+  varint(sp, 1);  // SPAN_KIND_INTERNAL
+  auto start = std::chrono::duration_cast<std::chrono::nanoseconds>(s.start.time_since_epoch()).count();
+  auto start_ns = static_cast<uint64_t>(start < 0 ? 0 : start);
+  fixed64(sp, 7, start_ns);
+  fixed64(sp, 8, start_ns + static_cast<uint64_t>(std::llround(s.seconds * 1e9)));
+  attribute(sp, 9, "process.pid", any_int(static_cast<uint64_t>(s.pid)));
+  attribute(sp, 9, "thread.id", any_int(static_cast<uint64_t>(s.tid)));
+  if (s.request_id) attribute(sp, 9, "perf_monitor.request_id", any_int(*s.request_id));
+  attribute(sp, 9, "perf_monitor.on_cpu_seconds", any_double(s.on_cpu_seconds));
+  attribute(sp, 9, "perf_monitor.runq_seconds", any_double(s.runq_seconds));
+  attribute(sp, 9, "perf_monitor.blocked_seconds", any_double(s.blocked_seconds));
+  if (s.polls > 0 || !s.trace_id.empty()) {
+    attribute(sp, 9, "perf_monitor.blocked_io_seconds", any_double(s.blocked_io_seconds));
+    attribute(sp, 9, "perf_monitor.blocked_sleep_seconds", any_double(s.blocked_sleep_seconds));
+    attribute(sp, 9, "perf_monitor.blocked_lock_seconds", any_double(s.blocked_lock_seconds));
+    attribute(sp, 9, "perf_monitor.blocked_other_seconds", any_double(s.blocked_other_seconds));
+    attribute(sp, 9, "perf_monitor.threads", any_int(s.threads));
+  }
+  if (s.polls > 0) {
+    attribute(sp, 9, "perf_monitor.polls", any_int(s.polls));
+    attribute(sp, 9, "perf_monitor.pending_seconds", any_double(s.pending_seconds));
+  }
+  attribute(sp, 9, "perf_monitor.voluntary_switches", any_int(s.voluntary_switches));
+  attribute(sp, 9, "perf_monitor.involuntary_switches", any_int(s.involuntary_switches));
+  attribute(sp, 9, "perf_monitor.bio_read_bytes", any_int(s.bio_read_bytes));
+  attribute(sp, 9, "perf_monitor.bio_write_bytes", any_int(s.bio_write_bytes));
+  attribute(sp, 9, "perf_monitor.page_faults", any_int(s.page_faults));
+  bytes_field(out, 2, sp);  // ScopeSpans.spans
+}
+
+std::string gzip(const std::string& in) {
+  z_stream z{};
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
+  std::string out(deflateBound(&z, in.size()) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  int rc = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return rc == Z_STREAM_END ? out : std::string();
+}
+
+uint64_t next_random() {
+  static std::mt19937_64 gen{[] {
+    std::random_device rd;
+    return (uint64_t{rd()} << 32) ^ rd();
+  }()};
+  return gen();
+}
+
+class HttpOtlpSink final : public OtlpSink {
+ public:
+  explicit HttpOtlpSink(OtlpOptions o) : opt_(std::move(o)), pusher_(opt_.traces, headers(opt_), opt_.request_timeout,
+                                                                   [](const http::Reply& r) { return rejected_spans(r.body); }) {}
+  Status start() override { return pusher_.start(); }
+  void unavailable(const std::vector<Unavailable>& /*list*/) override {}
+  void span(const Span& s) override {
+    pending_.push_back(s);
+    if (pending_.size() >= kMaxBatch) send();
+  }
+  void interval(const IntervalRecord& /*rec*/) override { send(); }
+  void summary(const SummaryRecord& /*rec*/, const RunInfo& /*info*/, const std::vector<Unavailable>& /*list*/) override {
+    send();
+    pusher_.finish(opt_.flush_timeout);
+    Pusher::Counts c = pusher_.counts();
+    size_t lost = c.dropped + c.refused + c.left;
+    if (lost > 0) {
+      std::fprintf(stderr, "perf-monitor: OTLP export to %s: %zu of %zu spans not delivered (%s)\n",
+                   printable(opt_.traces.text).c_str(), lost, c.queued,
+                   c.left > 0 ? "the receiver did not take them before the end" : c.why.c_str());
+    }
+  }
+
+ private:
+  static std::vector<std::pair<std::string, std::string>> headers(const OtlpOptions& o) {
+    std::vector<std::pair<std::string, std::string>> h = {{"Content-Type", "application/x-protobuf"},
+                                                          {"User-Agent", std::string("perf-monitor/") + PERF_MONITOR_VERSION}};
+    if (o.gzip) h.emplace_back("Content-Encoding", "gzip");
+    for (const auto& kv : o.headers) h.push_back(kv);
+    return h;
+  }
+  void send() {
+    if (pending_.empty()) return;
+    std::string body = encode_trace_request(pending_, opt_.resource, next_random);
+    if (opt_.gzip) body = gzip(body);
+    pusher_.push(std::move(body), pending_.size());
+    pending_.clear();
+  }
+  OtlpOptions opt_;
+  Pusher pusher_;
+  std::vector<Span> pending_;
+};
+
+// "k1=v1,k2=v2" with %XX escapes (the W3C baggage format OTEL_EXPORTER_OTLP_HEADERS uses).
+Result<std::vector<std::pair<std::string, std::string>>> parse_headers(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto decode = [](std::string_view s) {
+    std::string r;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '%' && i + 2 < s.size()) {
+        std::string hex = from_hex(s.substr(i + 1, 2), 1);
+        if (!hex.empty()) {
+          r += hex;
+          i += 2;
+          continue;
+        }
+      }
+      r += s[i];
+    }
+    size_t b = r.find_first_not_of(" \t"), e = r.find_last_not_of(" \t");
+    return b == std::string::npos ? std::string() : r.substr(b, e - b + 1);
+  };
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t comma = text.find(',', at);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view item = text.substr(at, comma - at);
+    at = comma + 1;
+    if (item.find_first_not_of(" \t") == std::string_view::npos) continue;
+    size_t eq = item.find('=');
+    std::string k = decode(item.substr(0, eq)), v = eq == std::string_view::npos ? "" : decode(item.substr(eq + 1));
+    bool bad = eq == std::string_view::npos || k.empty() ||
+               std::any_of(k.begin(), k.end(), [](char c) { return c <= ' ' || c == ':' || c == 0x7f; }) ||
+               std::any_of(v.begin(), v.end(), [](char c) { return c == '\r' || c == '\n' || c == '\0'; });
+    if (bad) {
+      return make_error(Errc::kInvalidArgument,
+                        "OTEL_EXPORTER_OTLP_HEADERS: '" + printable(std::string(item)) + "' is not KEY=VALUE");
+    }
+    out.emplace_back(std::move(k), std::move(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string encode_trace_request(const std::vector<Span>& spans,
+                                 const std::vector<std::pair<std::string, std::string>>& resource,
+                                 uint64_t (*random)()) {
+  // ExportTraceServiceRequest { repeated ResourceSpans resource_spans = 1; }
+  // ResourceSpans { Resource resource = 1; repeated ScopeSpans scope_spans = 2; }
+  // Resource { repeated KeyValue attributes = 1; }
+  // ScopeSpans { InstrumentationScope scope = 1; repeated Span spans = 2; }
+  // InstrumentationScope { string name = 1; string version = 2; }
+  std::string res;
+  for (const auto& [k, v] : resource) attribute(res, 1, k, any_string(v));
+  std::string scope;
+  bytes_field(scope, 1, "perf-monitor");
+  bytes_field(scope, 2, PERF_MONITOR_VERSION);
+  std::string scope_spans;
+  bytes_field(scope_spans, 1, scope);
+  for (const Span& s : spans) encode_span(scope_spans, s, random);
+  std::string rs;
+  bytes_field(rs, 1, res);
+  bytes_field(rs, 2, scope_spans);
+  std::string out;
+  bytes_field(out, 1, rs);
+  return out;
+}
+
+size_t rejected_spans(std::string_view b) {
+  // ExportTraceServiceResponse { ExportTracePartialSuccess partial_success = 1; }
+  // ExportTracePartialSuccess { int64 rejected_spans = 1; string error_message = 2; }
+  auto read_varint = [](std::string_view& s, uint64_t& v) {
+    v = 0;
+    for (int shift = 0; shift < 64 && !s.empty(); shift += 7) {
+      auto c = static_cast<uint8_t>(s.front());
+      s.remove_prefix(1);
+      v |= uint64_t{c & 0x7fu} << shift;
+      if (!(c & 0x80)) return true;
+    }
+    return false;
+  };
+  auto field = [&](std::string_view s, uint32_t want, std::string_view* ld, uint64_t* num) {
+    while (!s.empty()) {
+      uint64_t k = 0, v = 0;
+      if (!read_varint(s, k)) return false;
+      uint32_t f = static_cast<uint32_t>(k >> 3), wire = static_cast<uint32_t>(k & 7);
+      if (wire == 0) {
+        if (!read_varint(s, v)) return false;
+        if (f == want && num) return *num = v, true;
+      } else if (wire == 2) {
+        if (!read_varint(s, v) || v > s.size()) return false;
+        if (f == want && ld) return *ld = s.substr(0, v), true;
+        s.remove_prefix(v);
+      } else if (wire == 1 || wire == 5) {
+        size_t n = wire == 1 ? 8 : 4;
+        if (s.size() < n) return false;
+        s.remove_prefix(n);
+      } else {
+        return false;
+      }
+    }
+    return false;
+  };
+  std::string_view partial;
+  uint64_t rejected = 0;
+  if (!field(b, 1, &partial, nullptr) || !field(partial, 1, nullptr, &rejected)) return 0;
+  return static_cast<size_t>(rejected);
+}
+
+Result<std::optional<OtlpOptions>> otlp_options(const std::string& flag) {
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::string(v) : std::string();
+  };
+  std::string base = !flag.empty() ? flag : env("OTEL_EXPORTER_OTLP_ENDPOINT");
+  std::string traces = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+  if (base.empty() && traces.empty()) return std::optional<OtlpOptions>();
+  if (traces.empty() || !flag.empty()) {
+    traces = base;
+    if (traces.size() < 10 || traces.substr(traces.size() - 10) != "/v1/traces") {
+      if (!traces.empty() && traces.back() == '/') traces.pop_back();
+      traces += "/v1/traces";
+    }
+  }
+  auto url = http::parse_url(traces);
+  if (!url) return make_error(Errc::kInvalidArgument, "the OTLP traces endpoint: " + url.error().message);
+  OtlpOptions o;
+  o.traces = *url;
+  auto headers = parse_headers(env("OTEL_EXPORTER_OTLP_HEADERS"));
+  if (!headers) return headers.error();
+  o.headers = std::move(*headers);
+  std::string compression = env("OTEL_EXPORTER_OTLP_COMPRESSION");
+  if (compression != "" && compression != "none" && compression != "gzip") {
+    return make_error(Errc::kInvalidArgument,
+                      "OTEL_EXPORTER_OTLP_COMPRESSION: '" + printable(compression) + "' is not gzip or none");
+  }
+  o.gzip = compression == "gzip";
+  std::string service = env("OTEL_SERVICE_NAME");
+  o.resource.emplace_back("service.name", service.empty() ? "perf-monitor" : service);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  o.resource.emplace_back("host.name", host);
+  o.resource.emplace_back("telemetry.sdk.name", "perf-monitor");
+  o.resource.emplace_back("telemetry.sdk.version", PERF_MONITOR_VERSION);
+  return std::optional<OtlpOptions>(std::move(o));
+}
+
+std::unique_ptr<OtlpSink> OtlpSink::create(OtlpOptions options) {
+  return std::make_unique<HttpOtlpSink>(std::move(options));
+}
+
+}  // namespace pm
