@@ -52,6 +52,7 @@ if [ "$mode" != run ]; then
     prometheus                         # tests: promtool's linter and a real server scraping perf-monitor
     fio bpftrace stress-ng             # tests: fio's own byte counts and bpftrace's run-queue waits as truths
     chromium fonts-dejavu-core         # tests: report pages loaded in headless Chromium
+    nodejs                             # tests: OTLP decoded by OpenTelemetry's own code (npm's otlp-transformer)
   )
 fi
 if [ "$mode" = bench ]; then
