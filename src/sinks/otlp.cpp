@@ -4,10 +4,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -132,6 +136,32 @@ void encode_span(std::string& out, const Span& s, uint64_t (*random)()) {
   bytes_field(out, 2, sp);  // ScopeSpans.spans
 }
 
+// The OTLP unit of a metric (UCUM, as OpenTelemetry's semantic conventions write them).
+std::string_view otlp_unit(Unit u) {
+  switch (u) {
+    case Unit::kBytes: return "By";
+    case Unit::kSeconds: return "s";
+    case Unit::kJoules: return "J";
+    case Unit::kCelsius: return "Cel";
+    case Unit::kPercent: return "%";
+    case Unit::kNone: break;
+  }
+  return "1";
+}
+
+// A histogram's values are counted in units of its bucket base (1 us for latencies kept in
+// seconds with a base of 1e-6): its unit, "us" for that; the base itself where it has no name.
+std::string base_unit(const MetricDesc& d) {
+  double b = d.bucket_base > 0 ? d.bucket_base : 1;
+  if (b == 1) return std::string(otlp_unit(d.unit));
+  if (d.unit == Unit::kSeconds) {
+    if (std::fabs(b - 1e-9) < 1e-21) return "ns";
+    if (std::fabs(b - 1e-6) < 1e-18) return "us";
+    if (std::fabs(b - 1e-3) < 1e-15) return "ms";
+  }
+  return fmt::format("{}{}", b, otlp_unit(d.unit));
+}
+
 std::string gzip(const std::string& in) {
   z_stream z{};
   if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
@@ -156,24 +186,46 @@ uint64_t next_random() {
 
 class HttpOtlpSink final : public OtlpSink {
  public:
-  explicit HttpOtlpSink(OtlpOptions o) : opt_(std::move(o)), pusher_(opt_.traces, headers(opt_), opt_.request_timeout,
-                                                                   [](const http::Reply& r) { return rejected_spans(r.body); }) {}
-  Status start() override { return pusher_.start(); }
+  explicit HttpOtlpSink(OtlpOptions o)
+      : opt_(std::move(o)),
+        pusher_(opt_.traces, headers(opt_), opt_.request_timeout,
+                [](const http::Reply& r) { return rejected_spans(r.body); }),
+        metrics_(opt_.metrics, headers(opt_), opt_.request_timeout,
+                 [](const http::Reply& r) { return rejected_spans(r.body); }) {}
+  Status start() override {
+    PM_TRY(pusher_.start());
+    return metrics_.start();
+  }
   void unavailable(const std::vector<Unavailable>& /*list*/) override {}
   void span(const Span& s) override {
     pending_.push_back(s);
     if (pending_.size() >= kMaxBatch) send();
   }
-  void interval(const IntervalRecord& /*rec*/) override { send(); }
+  void interval(const IntervalRecord& rec) override {
+    send();
+    if (start_ns_ == 0) {
+      auto first = std::chrono::duration_cast<std::chrono::nanoseconds>(rec.timestamp.time_since_epoch()).count() -
+                   static_cast<int64_t>(rec.seconds * 1e9);
+      start_ns_ = static_cast<uint64_t>(std::max<int64_t>(first, 1));
+    }
+    std::string body = encode_metrics_request(rec, opt_.resource, start_ns_);
+    if (opt_.gzip) body = gzip(body);
+    metrics_.push(std::move(body), 1);
+  }
   void summary(const SummaryRecord& /*rec*/, const RunInfo& /*info*/, const std::vector<Unavailable>& /*list*/) override {
     send();
+    // The two queues' ends overlap: each gets the same deadline.
+    std::thread other([this] { metrics_.finish(opt_.flush_timeout); });
     pusher_.finish(opt_.flush_timeout);
-    Pusher::Counts c = pusher_.counts();
-    size_t lost = c.dropped + c.refused + c.left;
-    if (lost > 0) {
-      std::fprintf(stderr, "perf-monitor: OTLP export to %s: %zu of %zu spans not delivered (%s)\n",
-                   printable(opt_.traces.text).c_str(), lost, c.queued,
-                   c.left > 0 ? "the receiver did not take them before the end" : c.why.c_str());
+    other.join();
+    for (auto [p, what] : {std::pair{&pusher_, "spans"}, std::pair{&metrics_, "interval metrics"}}) {
+      Pusher::Counts c = p->counts();
+      size_t lost = c.dropped + c.refused + c.left;
+      if (lost > 0) {
+        std::fprintf(stderr, "perf-monitor: OTLP export to %s: %zu of %zu %s not delivered (%s)\n",
+                     printable(p->url().text).c_str(), lost, c.queued, what,
+                     c.left > 0 ? "the receiver did not take them before the end" : c.why.c_str());
+      }
     }
   }
 
@@ -193,8 +245,10 @@ class HttpOtlpSink final : public OtlpSink {
     pending_.clear();
   }
   OtlpOptions opt_;
-  Pusher pusher_;
+  Pusher pusher_;   // spans
+  Pusher metrics_;  // an interval's metrics, one request each
   std::vector<Span> pending_;
+  uint64_t start_ns_ = 0;
 };
 
 // "k1=v1,k2=v2" with %XX escapes (the W3C baggage format OTEL_EXPORTER_OTLP_HEADERS uses).
@@ -237,7 +291,124 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_headers(std::stri
   return out;
 }
 
+void resource_and_scope(std::string& rs_resource, std::string& scope,
+                        const std::vector<std::pair<std::string, std::string>>& resource) {
+  for (const auto& [k, v] : resource) attribute(rs_resource, 1, k, any_string(v));
+  bytes_field(scope, 1, "perf-monitor");
+  bytes_field(scope, 2, PERF_MONITOR_VERSION);
+}
+
 }  // namespace
+
+std::string encode_metrics_request(const IntervalRecord& rec,
+                                   const std::vector<std::pair<std::string, std::string>>& resource, uint64_t start_ns) {
+  // ExportMetricsServiceRequest { repeated ResourceMetrics resource_metrics = 1; }
+  // ResourceMetrics { Resource resource = 1; repeated ScopeMetrics scope_metrics = 2; }
+  // ScopeMetrics { InstrumentationScope scope = 1; repeated Metric metrics = 2; }
+  // Metric { string name = 1; string description = 2; string unit = 3; Gauge gauge = 5; Sum sum = 7;
+  //          ExponentialHistogram exponential_histogram = 10; }
+  // Gauge { repeated NumberDataPoint data_points = 1; }
+  // Sum { repeated NumberDataPoint data_points = 1; AggregationTemporality aggregation_temporality = 2;
+  //       bool is_monotonic = 3; }                                   (CUMULATIVE = 2)
+  // NumberDataPoint { fixed64 start_time_unix_nano = 2; fixed64 time_unix_nano = 3; double as_double = 4;
+  //                   repeated KeyValue attributes = 7; }
+  // ExponentialHistogram { repeated ExponentialHistogramDataPoint data_points = 1; AggregationTemporality = 2; }
+  // ExponentialHistogramDataPoint { repeated KeyValue attributes = 1; fixed64 start_time_unix_nano = 2;
+  //   fixed64 time_unix_nano = 3; fixed64 count = 4; double sum = 5; sint32 scale = 6; fixed64 zero_count = 7;
+  //   Buckets positive = 8; double zero_threshold = 14; }
+  // Buckets { sint32 offset = 1; repeated uint64 bucket_counts = 2 (packed); }
+  std::string res, scope;
+  resource_and_scope(res, scope, resource);
+  std::string scope_metrics;
+  bytes_field(scope_metrics, 1, scope);
+  auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(rec.timestamp.time_since_epoch()).count();
+  auto time_ns = static_cast<uint64_t>(now < 0 ? 0 : now);
+  // One Metric per name, its series as data points, in the order they first appear.
+  std::vector<std::pair<const MetricDesc*, std::vector<const IntervalValue*>>> metrics;
+  for (const IntervalValue& v : rec.values) {
+    if (v.derived || v.desc->denominator) continue;
+    auto it = std::find_if(metrics.begin(), metrics.end(), [&](const auto& m) {
+      return m.first->family == v.desc->family && m.first->name == v.desc->name;
+    });
+    if (it == metrics.end()) {
+      metrics.push_back({v.desc, {}});
+      it = metrics.end() - 1;
+    }
+    if (v.desc->kind == it->first->kind) it->second.push_back(&v);
+  }
+  for (const auto& [d, series] : metrics) {
+    std::string points;
+    for (const IntervalValue* v : series) {
+      std::string p;
+      auto attrs = [&](uint32_t field) {
+        for (const auto& [k, val] : *v->labels) attribute(p, field, k, any_string(val));
+      };
+      if (d->kind == MetricKind::kHistogram) {
+        // The log2 buckets, in units of the base: bucket 0 is [0, 1), bucket i >= 1 is
+        // [2^(i-1), 2^i). OTLP's scale-0 bucket k is (2^k, 2^(k+1)]: bucket i goes to k = i - 1
+        // (a value exactly on a power of two is one bucket apart, as on /metrics), bucket 0 to
+        // the zero bucket, of threshold 1.
+        double base = d->bucket_base > 0 ? d->bucket_base : 1;
+        uint64_t count = 0;
+        for (uint64_t c : v->total_buckets) count += c;
+        attrs(1);
+        fixed64(p, 2, start_ns);
+        fixed64(p, 3, time_ns);
+        fixed64(p, 4, count);
+        uint64_t bits;
+        double sum = v->total / base;
+        std::memcpy(&bits, &sum, 8);
+        fixed64(p, 5, bits);
+        key(p, 6, 0);
+        varint(p, 0);  // scale 0 (zigzag 0)
+        fixed64(p, 7, v->total_buckets.empty() ? 0 : v->total_buckets[0]);
+        std::string buckets, packed;
+        key(buckets, 1, 0);
+        varint(buckets, 0);  // offset 0 (zigzag)
+        for (size_t i = 1; i < v->total_buckets.size(); ++i) varint(packed, v->total_buckets[i]);
+        bytes_field(buckets, 2, packed);
+        bytes_field(p, 8, buckets);
+        double one = 1;
+        std::memcpy(&bits, &one, 8);
+        fixed64(p, 14, bits);
+      } else {
+        double value = d->kind == MetricKind::kCounter ? v->total : v->value;
+        fixed64(p, 2, start_ns);
+        fixed64(p, 3, time_ns);
+        uint64_t bits;
+        std::memcpy(&bits, &value, 8);
+        fixed64(p, 4, bits);
+        attrs(7);
+      }
+      bytes_field(points, 1, p);
+    }
+    std::string data = points;
+    std::string m;
+    bytes_field(m, 1, fmt::format("perf_monitor.{}.{}", d->family, d->name));
+    if (!d->help.empty()) bytes_field(m, 2, d->help);
+    bytes_field(m, 3, d->kind == MetricKind::kHistogram ? base_unit(*d) : std::string(otlp_unit(d->unit)));
+    if (d->kind == MetricKind::kCounter) {
+      key(data, 2, 0);
+      varint(data, 2);  // AGGREGATION_TEMPORALITY_CUMULATIVE
+      key(data, 3, 0);
+      varint(data, 1);  // monotonic
+      bytes_field(m, 7, data);
+    } else if (d->kind == MetricKind::kGauge) {
+      bytes_field(m, 5, data);
+    } else {
+      key(data, 2, 0);
+      varint(data, 2);
+      bytes_field(m, 10, data);
+    }
+    bytes_field(scope_metrics, 2, m);
+  }
+  std::string rm;
+  bytes_field(rm, 1, res);
+  bytes_field(rm, 2, scope_metrics);
+  std::string out;
+  bytes_field(out, 1, rm);
+  return out;
+}
 
 std::string encode_trace_request(const std::vector<Span>& spans,
                                  const std::vector<std::pair<std::string, std::string>>& resource,
@@ -247,11 +418,8 @@ std::string encode_trace_request(const std::vector<Span>& spans,
   // Resource { repeated KeyValue attributes = 1; }
   // ScopeSpans { InstrumentationScope scope = 1; repeated Span spans = 2; }
   // InstrumentationScope { string name = 1; string version = 2; }
-  std::string res;
-  for (const auto& [k, v] : resource) attribute(res, 1, k, any_string(v));
-  std::string scope;
-  bytes_field(scope, 1, "perf-monitor");
-  bytes_field(scope, 2, PERF_MONITOR_VERSION);
+  std::string res, scope;
+  resource_and_scope(res, scope, resource);
   std::string scope_spans;
   bytes_field(scope_spans, 1, scope);
   for (const Span& s : spans) encode_span(scope_spans, s, random);
@@ -310,19 +478,24 @@ Result<std::optional<OtlpOptions>> otlp_options(const std::string& flag) {
     return v != nullptr ? std::string(v) : std::string();
   };
   std::string base = !flag.empty() ? flag : env("OTEL_EXPORTER_OTLP_ENDPOINT");
-  std::string traces = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
-  if (base.empty() && traces.empty()) return std::optional<OtlpOptions>();
-  if (traces.empty() || !flag.empty()) {
-    traces = base;
-    if (traces.size() < 10 || traces.substr(traces.size() - 10) != "/v1/traces") {
-      if (!traces.empty() && traces.back() == '/') traces.pop_back();
-      traces += "/v1/traces";
-    }
-  }
-  auto url = http::parse_url(traces);
-  if (!url) return make_error(Errc::kInvalidArgument, "the OTLP traces endpoint: " + url.error().message);
+  std::string traces = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), metrics = env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+  if (base.empty() && traces.empty() && metrics.empty()) return std::optional<OtlpOptions>();
+  if (base.empty()) base = "http://localhost:4318";  // OTLP/HTTP's default, for a signal without its own
+  // A signal's own variable is its whole URL; the base URL gets /v1/<signal> (the flag wins).
+  auto signal = [&](std::string& own, const char* path) {
+    if (!own.empty() && flag.empty()) return;
+    own = base;
+    if (!own.empty() && own.back() == '/') own.pop_back();
+    own += path;
+  };
+  signal(traces, "/v1/traces");
+  signal(metrics, "/v1/metrics");
   OtlpOptions o;
-  o.traces = *url;
+  for (auto [text, url, what] : {std::tuple{&traces, &o.traces, "traces"}, std::tuple{&metrics, &o.metrics, "metrics"}}) {
+    auto u = http::parse_url(*text);
+    if (!u) return make_error(Errc::kInvalidArgument, std::string("the OTLP ") + what + " endpoint: " + u.error().message);
+    *url = *u;
+  }
   auto headers = parse_headers(env("OTEL_EXPORTER_OTLP_HEADERS"));
   if (!headers) return headers.error();
   o.headers = std::move(*headers);

@@ -25,7 +25,8 @@
 namespace pm {
 
 struct OtlpOptions {
-  http::Url traces;  // .../v1/traces
+  http::Url traces;   // .../v1/traces
+  http::Url metrics;  // .../v1/metrics
   std::vector<std::pair<std::string, std::string>> headers;   // OTEL_EXPORTER_OTLP_HEADERS
   bool gzip = false;                                           // OTEL_EXPORTER_OTLP_COMPRESSION=gzip
   std::vector<std::pair<std::string, std::string>> resource;  // service.name, host.name, ...
@@ -45,6 +46,13 @@ class OtlpSink : public Sink {
   static std::unique_ptr<OtlpSink> create(OtlpOptions options);
   virtual Status start() = 0;
 };
+
+// One ExportMetricsServiceRequest of an interval's metrics (for the sink and tests): counters
+// as cumulative monotonic sums of their running totals, gauges as gauges, the log2 histograms
+// as exponential histograms of scale 0 in units of their bucket base (see otlp.cpp); derived
+// ratios left out, as on /metrics. `start_ns`: when the running totals began.
+std::string encode_metrics_request(const IntervalRecord& rec, const std::vector<std::pair<std::string, std::string>>& resource,
+                                   uint64_t start_ns);
 
 // One ExportTraceServiceRequest of these spans (for the sink and tests); IDs perf-monitor makes
 // come from `random` (16 bytes of trace ID, 8 of span ID per span).

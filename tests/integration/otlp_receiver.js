@@ -22,12 +22,48 @@ const value = (v) => {
   return null;
 };
 
+// Each data point of a metrics request as a JSON line in OUT_FILE.metrics.
+const metrics = root.opentelemetry.proto.collector.metrics.v1;
+const num = (x) => (x === undefined || x === null ? null : Number(x.toString()));
+function metricsRequest(body) {
+  const msg = metrics.ExportMetricsServiceRequest.decode(body);
+  let lines = '';
+  for (const rm of msg.resourceMetrics) {
+    for (const sm of rm.scopeMetrics) {
+      for (const m of sm.metrics) {
+        const kind = m.sum ? 'sum' : m.gauge ? 'gauge' : m.exponentialHistogram ? 'exponential_histogram' : 'other';
+        const data = m.sum || m.gauge || m.exponentialHistogram || { dataPoints: [] };
+        for (const p of data.dataPoints) {
+          const attrs = {};
+          for (const a of p.attributes) attrs[a.key] = value(a.value);
+          const point = { name: m.name, unit: m.unit, kind, attrs, time: p.timeUnixNano.toString(), start: p.startTimeUnixNano.toString() };
+          if (kind === 'sum') Object.assign(point, { value: p.asDouble, monotonic: m.sum.isMonotonic, temporality: m.sum.aggregationTemporality });
+          if (kind === 'gauge') point.value = p.asDouble;
+          if (kind === 'exponential_histogram') {
+            Object.assign(point, { count: num(p.count), sum: p.sum, scale: p.scale, zeroCount: num(p.zeroCount),
+              zeroThreshold: p.zeroThreshold, offset: p.positive ? p.positive.offset : 0,
+              bucketCounts: p.positive ? p.positive.bucketCounts.map(num) : [], temporality: m.exponentialHistogram.aggregationTemporality });
+          }
+          lines += JSON.stringify(point) + '\n';
+        }
+      }
+    }
+  }
+  fs.appendFileSync(outFile + '.metrics', lines);
+}
+
 const server = http.createServer((req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
     let body = Buffer.concat(chunks);
     if (req.headers['content-encoding'] === 'gzip') body = zlib.gunzipSync(body);
+    if (req.url === '/v1/metrics') {
+      metricsRequest(body);
+      res.writeHead(200, { 'Content-Type': 'application/x-protobuf' });
+      res.end(Buffer.from(metrics.ExportMetricsServiceResponse.encode({}).finish()));
+      return;
+    }
     const msg = trace.ExportTraceServiceRequest.decode(body);
     let lines = '';
     for (const rs of msg.resourceSpans) {

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -72,17 +73,21 @@ class Receiver {
     ::kill(pid_, SIGTERM);
     ::waitpid(pid_, nullptr, 0);
     ::unlink(out_.c_str());
+    ::unlink((out_ + ".metrics").c_str());
   }
   [[nodiscard]] int port() const { return port_; }
-  [[nodiscard]] std::vector<nlohmann::json> spans() const {
+  [[nodiscard]] std::vector<nlohmann::json> spans() const { return lines(out_); }
+  [[nodiscard]] std::vector<nlohmann::json> metrics() const { return lines(out_ + ".metrics"); }
+
+ private:
+  static std::vector<nlohmann::json> lines(const std::string& path) {
     std::vector<nlohmann::json> out;
-    std::ifstream in(out_);
+    std::ifstream in(path);
     std::string line;
     while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
     return out;
   }
 
- private:
   std::string base_, out_;
   pid_t pid_ = -1;
   int port_ = 0;
@@ -153,6 +158,75 @@ TEST_P(OtlpTest, SpansDecodedByOpenTelemetrysOwnCodeAreTheJsonsSpans) {
   }
   EXPECT_EQ(json_spans, 100u);
   EXPECT_EQ(exported.size(), json_spans) << "every span exported once, none more";
+}
+
+// The interval metrics of a run: a counter, a gauge and a histogram, point by point against the
+// JSON intervals of the same run.
+TEST_P(OtlpTest, MetricsDecodedByOpenTelemetrysOwnCodeAreTheJsonsIntervals) {
+  bool gzip = GetParam();
+  Receiver r(modules_);
+  ASSERT_GT(r.port(), 0) << "the receiver did not start";
+  if (gzip) ::setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip", 1);
+  Outcome o = run_pm({"run", "--format", "json", "-I", "500ms", "--otlp", "http://127.0.0.1:" + std::to_string(r.port()),
+                      "--", PM_WORKLOAD, "spin", "2000"});
+  ::unsetenv("OTEL_EXPORTER_OTLP_COMPRESSION");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.err.find("not delivered"), std::string::npos) << o.err;
+  std::vector<const nlohmann::json*> intervals;
+  for (const auto& j : o.records) {
+    if (j["type"] == "interval") intervals.push_back(&j);
+  }
+  ASSERT_GE(intervals.size(), 3u);
+  std::map<std::string, std::vector<nlohmann::json>> points;  // by name, in time order
+  for (const nlohmann::json& p : r.metrics()) {
+    if (p["attrs"].empty()) points[p["name"].get<std::string>()].push_back(p);
+  }
+  for (auto& [name, list] : points) {
+    auto time = [](const nlohmann::json& p) { return std::stoull(p["time"].get<std::string>()); };
+    std::sort(list.begin(), list.end(), [&](const nlohmann::json& a, const nlohmann::json& b) { return time(a) < time(b); });
+  }
+  // A counter: cumulative, monotonic, the running total of the JSON's increases.
+  const auto& cpu = points["perf_monitor.process_tree.cpu_user_seconds"];
+  ASSERT_EQ(cpu.size(), intervals.size());
+  double total = 0;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    total += (*intervals[i])["process_tree"]["cpu_user_seconds"].get<double>();
+    EXPECT_EQ(cpu[i]["kind"], "sum");
+    EXPECT_EQ(cpu[i]["unit"], "s");
+    EXPECT_EQ(cpu[i]["monotonic"], true);
+    EXPECT_EQ(cpu[i]["temporality"], 2) << "cumulative";
+    EXPECT_NEAR(cpu[i]["value"].get<double>(), total, 0.5e-6 * static_cast<double>(i + 1));
+  }
+  // A gauge: the interval's value.
+  const auto& rss = points["perf_monitor.process_tree.rss_bytes"];
+  ASSERT_EQ(rss.size(), intervals.size());
+  for (size_t i = 0; i < rss.size(); ++i) {
+    EXPECT_EQ(rss[i]["kind"], "gauge");
+    EXPECT_EQ(rss[i]["value"].get<double>(), (*intervals[i])["process_tree"]["rss_bytes"].get<double>());
+  }
+  // A log2 histogram as an exponential histogram of scale 0 in microseconds: the zero bucket is
+  // the JSON's bucket 0, OTLP bucket k the JSON's bucket k + 1, each a running count.
+  const auto& runq = points["perf_monitor.process_tree.runq_latency_seconds"];
+  ASSERT_EQ(runq.size(), intervals.size());
+  std::vector<uint64_t> sums;
+  for (size_t i = 0; i < runq.size(); ++i) {
+    const auto& b = (*intervals[i])["process_tree"]["runq_latency_seconds"]["buckets"];
+    sums.resize(std::max(sums.size(), b.size()));
+    for (size_t k = 0; k < b.size(); ++k) sums[k] += b[k].get<uint64_t>();
+    const nlohmann::json& p = runq[i];
+    EXPECT_EQ(p["kind"], "exponential_histogram");
+    EXPECT_EQ(p["unit"], "us");
+    EXPECT_EQ(p["scale"], 0);
+    EXPECT_EQ(p["zeroCount"].get<uint64_t>(), sums[0]);
+    EXPECT_EQ(p["offset"], 0);
+    uint64_t count = sums[0];
+    for (size_t k = 1; k < sums.size(); ++k) {
+      uint64_t got = k - 1 < p["bucketCounts"].size() ? p["bucketCounts"][k - 1].get<uint64_t>() : 0;
+      EXPECT_EQ(got, sums[k]) << "bucket " << k << " of interval " << i;
+      count += sums[k];
+    }
+    EXPECT_EQ(p["count"].get<uint64_t>(), count);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Compression, OtlpTest, ::testing::Values(false, true),

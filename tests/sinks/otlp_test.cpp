@@ -25,6 +25,13 @@ TEST(OtlpOptions, NoFlagAndNoVariableIsNoExport) {
   auto f = otlp_options("http://127.0.0.1:4318/");
   ASSERT_TRUE(f && *f);
   EXPECT_EQ((*f)->traces.path, "/v1/traces");
+  EXPECT_EQ((*f)->metrics.path, "/v1/metrics");
+  ::setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://m:9/custom", 1);
+  auto m = otlp_options("");
+  ::unsetenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+  ASSERT_TRUE(m && *m);
+  EXPECT_EQ((*m)->metrics.text, "http://m:9/custom");
+  EXPECT_EQ((*m)->traces.text, "http://localhost:4318/v1/traces") << "OTLP/HTTP's default for the other signal";
   ::setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20abc, x-tenant = t1", 1);
   auto h = otlp_options("http://127.0.0.1:4318");
   ::unsetenv("OTEL_EXPORTER_OTLP_HEADERS");
