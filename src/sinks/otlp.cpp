@@ -18,31 +18,16 @@
 #include "core/outside_text.h"
 #include "core/text.h"
 #include "core/version.h"
+#include "sinks/protobuf_wire.h"
 #include "sinks/pusher.h"
 
 namespace pm {
 namespace {
 
-// Protocol buffers' wire format, as the OTLP messages need it.
-void varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out += static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  out += static_cast<char>(v);
-}
-void key(std::string& out, uint32_t field, uint32_t wire) { varint(out, (uint64_t{field} << 3) | wire); }
-void bytes_field(std::string& out, uint32_t field, std::string_view b) {
-  key(out, field, 2);
-  varint(out, b.size());
-  out.append(b);
-}
-void fixed64(std::string& out, uint32_t field, uint64_t v) {
-  key(out, field, 1);
-  char raw[8];
-  std::memcpy(raw, &v, 8);  // little-endian (x86-64, arm64), as the wire wants
-  out.append(raw, 8);
-}
+using wire::bytes_field;
+using wire::fixed64;
+using wire::key;
+using wire::varint;
 
 // KeyValue { string key = 1; AnyValue value = 2; }
 // AnyValue { string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4; }
@@ -65,9 +50,7 @@ std::string any_int(uint64_t v) {
 }
 std::string any_double(double v) {
   std::string a;
-  uint64_t bits;
-  std::memcpy(&bits, &v, 8);
-  fixed64(a, 4, bits);
+  wire::double_field(a, 4, v);
   return a;
 }
 
@@ -355,10 +338,7 @@ std::string encode_metrics_request(const IntervalRecord& rec,
         fixed64(p, 2, start_ns);
         fixed64(p, 3, time_ns);
         fixed64(p, 4, count);
-        uint64_t bits;
-        double sum = v->total / base;
-        std::memcpy(&bits, &sum, 8);
-        fixed64(p, 5, bits);
+        wire::double_field(p, 5, v->total / base);
         key(p, 6, 0);
         varint(p, 0);  // scale 0 (zigzag 0)
         fixed64(p, 7, v->total_buckets.empty() ? 0 : v->total_buckets[0]);
@@ -368,16 +348,12 @@ std::string encode_metrics_request(const IntervalRecord& rec,
         for (size_t i = 1; i < v->total_buckets.size(); ++i) varint(packed, v->total_buckets[i]);
         bytes_field(buckets, 2, packed);
         bytes_field(p, 8, buckets);
-        double one = 1;
-        std::memcpy(&bits, &one, 8);
-        fixed64(p, 14, bits);
+        wire::double_field(p, 14, 1.0);
       } else {
         double value = d->kind == MetricKind::kCounter ? v->total : v->value;
         fixed64(p, 2, start_ns);
         fixed64(p, 3, time_ns);
-        uint64_t bits;
-        std::memcpy(&bits, &value, 8);
-        fixed64(p, 4, bits);
+        wire::double_field(p, 4, value);
         attrs(7);
       }
       bytes_field(points, 1, p);

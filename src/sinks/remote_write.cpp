@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sinks/remote_write.h"
 
+#include "sinks/protobuf_wire.h"
 #include "sinks/pusher.h"
 
 #include <snappy-c.h>
@@ -18,20 +19,9 @@
 namespace pm {
 namespace {
 
-// Protocol buffers' wire format, the few pieces a WriteRequest needs.
-void varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out += static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  out += static_cast<char>(v);
-}
-void key(std::string& out, uint32_t field, uint32_t wire) { varint(out, (uint64_t{field} << 3) | wire); }
-void bytes_field(std::string& out, uint32_t field, std::string_view b) {
-  key(out, field, 2);
-  varint(out, b.size());
-  out.append(b);
-}
+using wire::bytes_field;
+using wire::key;
+using wire::varint;
 
 // Each sample of the exposition as a TimeSeries of one sample:
 //   WriteRequest { repeated TimeSeries timeseries = 1; }
@@ -65,10 +55,7 @@ class Encoder final : public ExpositionWriter {
       bytes_field(series_, 1, label_);
     }
     label_.clear();
-    key(label_, 1, 1);
-    char raw[8];
-    std::memcpy(raw, &value, 8);  // little-endian IEEE 754, as fixed64 wants (x86-64, arm64)
-    label_.append(raw, 8);
+    wire::double_field(label_, 1, value);
     key(label_, 2, 0);
     varint(label_, static_cast<uint64_t>(ts_));
     bytes_field(series_, 2, label_);
