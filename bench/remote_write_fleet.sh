@@ -49,15 +49,15 @@ sleep 2
 echo "-- $n instances, ${secs} s, live mode, 1 s intervals, one Prometheus on loopback"
 printf 'per instance: CPU %.3f %% of one CPU, RSS %.1f MiB\n' "$(echo "100 * $cpu / $elapsed / $n" | bc -l)" \
   "$(echo "$rss / 1024 / $n" | bc -l)"
-echo "per instance, bytes sent per minute (snappy): $(q "avg(rate(perf_monitor_self_remote_write_sent_bytes_total{instance=~\"fleet-.*\"}[${secs}s])) * 60")"
+echo "per instance, bytes sent per minute (snappy): $(q "avg(rate(perf_monitor_self_export_sent_bytes_total{exporter=\"remote_write\",instance=~\"fleet-.*\"}[${secs}s])) * 60")"
 echo "per instance, series: $(q "avg(count by (instance) ({__name__=~\"perf_monitor_.+\",instance=~\"fleet-.*\"}))")"
 echo "instances with series: $(q "count(count by (instance) ({__name__=~\"perf_monitor_.+\",instance=~\"fleet-.*\"}))") of $n"
-echo "requests per instance (min / max; about one a second expected): $(q "min(max_over_time(perf_monitor_self_remote_write_requests_total{instance=~\"fleet-.*\"}[${secs}s]))") / $(q "max(max_over_time(perf_monitor_self_remote_write_requests_total{instance=~\"fleet-.*\"}[${secs}s]))")"
+echo "requests per instance (min / max; about one a second expected): $(q "min(max_over_time(perf_monitor_self_export_requests_total{exporter=\"remote_write\",instance=~\"fleet-.*\"}[${secs}s]))") / $(q "max(max_over_time(perf_monitor_self_export_requests_total{exporter=\"remote_write\",instance=~\"fleet-.*\"}[${secs}s]))")"
 echo "longest gap between an instance's samples (s): $(q "max(max_over_time((timestamp(perf_monitor_build_info{instance=~\"fleet-.*\"}) - timestamp(perf_monitor_build_info{instance=~\"fleet-.*\"} offset 1s))[${secs}s:1s]))")"
-echo "samples not delivered (all instances): $(q "sum(max_over_time(perf_monitor_self_remote_write_samples_total{instance=~\"fleet-.*\",outcome!=\"sent\"}[${secs}s]))")"
+echo "samples not delivered (all instances): $(q "sum(max_over_time(perf_monitor_self_export_items_total{exporter=\"remote_write\",instance=~\"fleet-.*\",outcome!=\"sent\"}[${secs}s]))")"
 ingest=$(q "sum(rate(prometheus_tsdb_head_samples_appended_total[$((secs - 10))s]))")
 series=$(q "avg(count by (instance) ({__name__=~\"perf_monitor_.+\",instance=~\"fleet-.*\"}))")
-bytes=$(q "avg(rate(perf_monitor_self_remote_write_sent_bytes_total{instance=~\"fleet-.*\"}[${secs}s])) * 60")
+bytes=$(q "avg(rate(perf_monitor_self_export_sent_bytes_total{exporter=\"remote_write\",instance=~\"fleet-.*\"}[${secs}s])) * 60")
 echo "Prometheus: ingestion $ingest samples/s, RSS $((prom_rss / 1024)) MiB, head series $(q prometheus_tsdb_head_series)"
 printf 'for 1,000 hosts: %.0f samples/s into the store, %.0f active series, %.1f MB/min on the wire\n' \
   "$(echo "1000 * $series" | bc -l)" "$(echo "1000 * $series" | bc -l)" "$(echo "$bytes * 1000 / 1000000" | bc -l)"

@@ -368,6 +368,10 @@ class Session {
     st.unavailable = unavailable_;
     st.missed_ticks = loop_->missed_ticks();
     st.samples = samples_seen_;
+    if (remote_ != nullptr) st.exports.push_back(remote_->counts());
+    if (otlp_ != nullptr) {
+      for (auto& e : otlp_->counts()) st.exports.push_back(std::move(e));
+    }
     for (Source* s : by_rhythm_[static_cast<size_t>(Rhythm::kTree)]) {
       if (auto* tree = dynamic_cast<TreeSource*>(s)) {
         if (auto n = tree->notifications()) {

@@ -179,6 +179,9 @@ class HttpOtlpSink final : public OtlpSink {
     PM_TRY(pusher_.start());
     return metrics_.start();
   }
+  [[nodiscard]] std::vector<SessionStatus::Export> counts() const override {
+    return {pusher_.export_counts("otlp_spans"), metrics_.export_counts("otlp_metrics")};
+  }
   void unavailable(const std::vector<Unavailable>& /*list*/) override {}
   void span(const Span& s) override {
     pending_.push_back(s);

@@ -20,6 +20,7 @@
 
 #include "core/span.h"
 #include "sinks/http_client.h"
+#include "sinks/prometheus.h"
 #include "sinks/sink.h"
 
 namespace pm {
@@ -45,6 +46,8 @@ class OtlpSink : public Sink {
   static constexpr size_t kMaxBatch = 512;
   static std::unique_ptr<OtlpSink> create(OtlpOptions options);
   virtual Status start() = 0;
+  // What it pushed so far: spans, and metric requests (the session's self metrics).
+  [[nodiscard]] virtual std::vector<SessionStatus::Export> counts() const = 0;
 };
 
 // One ExportMetricsServiceRequest of an interval's metrics (for the sink and tests): counters

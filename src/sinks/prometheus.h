@@ -33,6 +33,14 @@ struct SessionStatus {
   uint64_t samples = 0;                  // samples read from the sources
   // The proc connector (run/attach, where it opened): notifications read, and dropped by the kernel.
   std::optional<uint64_t> proc_events, proc_event_overruns;
+  // Pushed exports (--remote-write, --otlp), by what they carry ("remote_write", "otlp_spans",
+  // "otlp_metrics"): items sent, refused by the receiver, dropped (queue full); requests,
+  // retries, bytes sent.
+  struct Export {
+    std::string exporter;
+    uint64_t sent = 0, refused = 0, dropped = 0, requests = 0, retries = 0, bytes = 0;
+  };
+  std::vector<Export> exports;
 };
 
 // The Prometheus name of a metric, e.g. perf_monitor_scheduler_context_switches_total.

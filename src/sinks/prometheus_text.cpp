@@ -3,6 +3,7 @@
 // MetricDesc: a new source's metrics appear here without a change.
 #include <cmath>
 #include <iterator>
+#include <tuple>
 #include <string_view>
 #include <unordered_map>
 
@@ -204,6 +205,27 @@ void append_self(ExpositionWriter& out, const SessionStatus& s, double render_se
                   "counter");
     append_sample(out, "perf_monitor_self_proc_event_overruns_total", "", {},
                   static_cast<double>(*s.proc_event_overruns));
+  }
+  if (!s.exports.empty()) {
+    append_header(out, "perf_monitor_self_export_items_total",
+                  "Samples, spans or metric requests pushed (--remote-write, --otlp), by outcome: sent, refused by "
+                  "the receiver, dropped (the queue was full)",
+                  "counter");
+    for (const SessionStatus::Export& e : s.exports) {
+      for (auto [outcome, v] : {std::pair{"sent", e.sent}, std::pair{"refused", e.refused}, std::pair{"dropped", e.dropped}}) {
+        append_sample(out, "perf_monitor_self_export_items_total", "", Labels{{"exporter", e.exporter}, {"outcome", outcome}},
+                      static_cast<double>(v));
+      }
+    }
+    for (auto [name, help, field] :
+         {std::tuple{"perf_monitor_self_export_requests_total", "Push requests made, retries included", &SessionStatus::Export::requests},
+          std::tuple{"perf_monitor_self_export_retries_total", "Push requests tried again (429, 5xx, no response)", &SessionStatus::Export::retries},
+          std::tuple{"perf_monitor_self_export_sent_bytes_total", "Bytes of push requests the receiver took (compressed)", &SessionStatus::Export::bytes}}) {
+      append_header(out, name, help, "counter");
+      for (const SessionStatus::Export& e : s.exports) {
+        append_sample(out, name, "", Labels{{"exporter", e.exporter}}, static_cast<double>(e.*field));
+      }
+    }
   }
   append_header(out, "perf_monitor_self_render_duration_seconds",
                 "Time the event loop took to render the previous exposition", "gauge");

@@ -61,6 +61,11 @@ Pusher::Counts Pusher::counts() const {
   return c;
 }
 
+SessionStatus::Export Pusher::export_counts(std::string exporter) const {
+  Counts c = counts();
+  return {std::move(exporter), c.sent, c.refused, c.dropped, c.requests, c.retries, c.bytes};
+}
+
 void Pusher::loop() {
   std::unique_lock<std::mutex> lock(mu_);
   auto backoff = std::chrono::milliseconds(100);

@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "sinks/http_client.h"
+#include "sinks/prometheus.h"
 
 namespace pm {
 
@@ -47,6 +48,8 @@ class Pusher {
   // The end: up to `grace` for what is queued, then the thread stops.
   void finish(std::chrono::milliseconds grace);
   [[nodiscard]] Counts counts() const;
+  // The same as the session's self metrics have them.
+  [[nodiscard]] SessionStatus::Export export_counts(std::string exporter) const;
   [[nodiscard]] const http::Url& url() const { return url_; }
 
  private:

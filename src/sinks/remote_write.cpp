@@ -92,6 +92,7 @@ class HttpRemoteWriteSink final : public RemoteWriteSink {
                 opt_.request_timeout) {}
 
   Status start() override { return pusher_.start(); }
+  [[nodiscard]] SessionStatus::Export counts() const override { return pusher_.export_counts("remote_write"); }
   void session(const SessionStatus& status) override { status_ = status; }
   void unavailable(const std::vector<Unavailable>& /*list*/) override {}
   void interval(const IntervalRecord& rec) override {
@@ -99,7 +100,6 @@ class HttpRemoteWriteSink final : public RemoteWriteSink {
     std::string raw;
     raw.reserve(last_raw_ + last_raw_ / 8);
     size_t n = encode_write_request(raw, &rec, status_, opt_.labels, ts);
-    n += encode_self(raw, ts);
     last_raw_ = raw.size();
     std::string body;
     size_t max = snappy_max_compressed_length(raw.size());
@@ -120,21 +120,6 @@ class HttpRemoteWriteSink final : public RemoteWriteSink {
   }
 
  private:
-  // The sink's own figures so far, as series of the request (not on /metrics: they are this
-  // sink's): samples by outcome, requests, retries, bytes sent.
-  size_t encode_self(std::string& raw, int64_t ts) {
-    Pusher::Counts c = pusher_.counts();
-    Encoder e(raw, opt_.labels, ts);
-    for (auto [outcome, v] : {std::pair{"sent", c.sent}, std::pair{"refused", c.refused}, std::pair{"dropped", c.dropped}}) {
-      e.sample("perf_monitor_self_remote_write_samples_total", "", Labels{{"outcome", outcome}}, static_cast<double>(v), {}, {});
-    }
-    const Labels none;
-    e.sample("perf_monitor_self_remote_write_requests_total", "", none, static_cast<double>(c.requests), {}, {});
-    e.sample("perf_monitor_self_remote_write_retries_total", "", none, static_cast<double>(c.retries), {}, {});
-    e.sample("perf_monitor_self_remote_write_sent_bytes_total", "", none, static_cast<double>(c.bytes), {}, {});
-    return e.samples();
-  }
-
   RemoteWriteOptions opt_;
   SessionStatus status_;  // event loop thread only
   size_t last_raw_ = 0;

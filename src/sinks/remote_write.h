@@ -38,6 +38,8 @@ class RemoteWriteSink : public Sink {
   virtual void session(const SessionStatus& status) = 0;
   // Starts the sending thread (after `run` has forked the command, as PrometheusSink::serve).
   virtual Status start() = 0;
+  // What it pushed so far (the session's self metrics).
+  [[nodiscard]] virtual SessionStatus::Export counts() const = 0;
 };
 
 // One interval's series as a WriteRequest (uncompressed protobuf), for the sink and tests.

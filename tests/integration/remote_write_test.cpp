@@ -65,6 +65,16 @@ TEST(RemoteWrite, RunPushesToARealPrometheusWhatItsJsonSays) {
           << selector << " interval " << i;
     }
   }
+  // Its own account of the push, in the pushed series: samples sent, none refused or dropped.
+  {
+    std::string error;
+    std::vector<double> sent = stored(server, "perf_monitor_self_export_items_total{exporter=\"remote_write\",outcome=\"sent\",run=\"" + run + "\"}", &error);
+    ASSERT_FALSE(sent.empty()) << error;
+    EXPECT_GT(sent.back(), 0);
+    std::vector<double> refused = stored(server, "perf_monitor_self_export_items_total{exporter=\"remote_write\",outcome=\"refused\",run=\"" + run + "\"}", &error);
+    ASSERT_FALSE(refused.empty()) << error;
+    EXPECT_EQ(refused.back(), 0);
+  }
   // Nothing the server refused: no write request answered but 2xx, no sample out of order.
   std::string error;
   nlohmann::json bad = server.query(R"(sum(prometheus_http_requests_total{handler="/api/v1/write",code!~"2.."}))",
