@@ -29,6 +29,10 @@ echo "== Prometheus remote write: 20 instances pushing to one Prometheus for 5 m
 "$(dirname "$0")/remote_write_fleet.sh" "$build" 20 300
 
 echo
+echo "== export cost: perf-monitor's CPU per 1,000 spans with --otlp and --remote-write"
+"$(dirname "$0")/export_cost.sh" "$build" 20000 5 3
+
+echo
 echo "== perf-monitor report: an hour of live recording at 1 s (3,600 intervals)"
 "$build/bench/report_bench" "$build/perf-monitor" 10
 
