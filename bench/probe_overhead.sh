@@ -7,6 +7,8 @@
 #   json       the same with --format json -o FILE (a JSON line per call: its spans_dropped is
 #              reported, which must be 0)
 #   all        perf-monitor run --probe, everything else on as well
+#   export     the same as probe, with every span also exported (--otlp, to a local receiver
+#              that takes every request) and the metrics pushed (--remote-write)
 #   bpftrace   an equivalent bpftrace script: entry time per thread, latency histogram on return
 # Each configuration runs ROUNDS times, interleaved; the median ns/call is reported, the cost a
 # configuration adds per call (minus bare), and that cost over the floor's.
@@ -32,7 +34,21 @@ ulimit -l unlimited 2>/dev/null || true
 printf '[pmc]\nenabled = false\n[scheduler]\nenabled = false\n[block_io]\nenabled = false\n' > /tmp/pm-probe-only.toml
 
 jsonl="$(realpath "$build")/probe-overhead.jsonl"
-trap 'rm -f "$jsonl"' EXIT
+# A receiver for the export row: reads each request whole, answers 200 (OTLP) or 204 (remote write).
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 - "$port" <<'PY' &
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(204 if self.path.endswith("/write") else 200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+receiver=$!
+trap 'rm -f "$jsonl"; kill $receiver 2>/dev/null' EXIT
 declare -A results
 dropped=""
 for ((r = 0; r < rounds; r++)); do
@@ -46,6 +62,8 @@ for ((r = 0; r < rounds; r++)); do
   results[json]+="$("$pm" --config /tmp/pm-probe-only.toml --format json -o "$jsonl" run --probe "$target:$fn" -- "$target" "$calls" 2>/dev/null) "
   dropped+="$(tail -n 1 "$jsonl" | grep -o '"spans_dropped":[0-9]*' | cut -d: -f2) "
   results[all]+="$("$pm" -o /dev/null run --probe "$target:$fn" -- "$target" "$calls" 2>/dev/null) "
+  results[export]+="$("$pm" --config /tmp/pm-probe-only.toml -o /dev/null --otlp "http://127.0.0.1:$port" \
+    --remote-write "http://127.0.0.1:$port/api/v1/write" run --probe "$target:$fn" -- "$target" "$calls" 2>/dev/null) "
 
   if command -v bpftrace > /dev/null; then
     bpftrace -e "uprobe:$target:$fn { @s[tid] = nsecs; } uretprobe:$target:$fn /@s[tid]/ { @ns = hist(nsecs - @s[tid]); delete(@s[tid]); }" > /dev/null 2>&1 & bpid=$!
@@ -61,7 +79,7 @@ bare=$(echo ${results[bare]} | tr ' ' '\n' | median)
 floor_m=$(echo ${results[floor]} | tr ' ' '\n' | median)
 floor_cost=$(echo "$floor_m - $bare" | bc -l)
 printf '%-10s %10s %14s %14s\n' config ns/call "added ns/call" "x floor"
-for c in bare floor probe json all bpftrace; do
+for c in bare floor probe json all export bpftrace; do
   [ -n "${results[$c]:-}" ] || continue
   m=$(echo ${results[$c]} | tr ' ' '\n' | median)
   added=$(echo "$m - $bare" | bc -l)
