@@ -42,16 +42,32 @@ std::string any_string(std::string_view v) {
   bytes_field(a, 1, clean_utf8(v));
   return a;
 }
-std::string any_int(uint64_t v) {
-  std::string a;
-  key(a, 3, 0);
-  varint(a, v);
-  return a;
+
+size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
 }
-std::string any_double(double v) {
-  std::string a;
-  wire::double_field(a, 4, v);
-  return a;
+// A KeyValue of an int or a double, written in place: its sizes are known ahead, so no message is
+// built apart and copied (a span has a dozen of them; this is most of what a span costs).
+void kv_head(std::string& out, uint32_t field, std::string_view k, size_t any) {
+  key(out, field, 2);
+  varint(out, 1 + varint_size(k.size()) + k.size() + 1 + varint_size(any) + any);
+  bytes_field(out, 1, k);
+  key(out, 2, 2);
+  varint(out, any);
+}
+void attr_int(std::string& out, uint32_t field, std::string_view k, uint64_t v) {
+  kv_head(out, field, k, 1 + varint_size(v));
+  key(out, 3, 0);
+  varint(out, v);
+}
+void attr_double(std::string& out, uint32_t field, std::string_view k, double v) {
+  kv_head(out, field, k, 9);
+  wire::double_field(out, 4, v);
 }
 
 // Hex digits to bytes; "" where the text is not exactly n bytes of hex.
@@ -80,10 +96,10 @@ std::string random_bytes(size_t n, uint64_t (*random)()) {
 // Span { bytes trace_id = 1; bytes span_id = 2; bytes parent_span_id = 4; string name = 5;
 //        SpanKind kind = 6; fixed64 start_time_unix_nano = 7; fixed64 end_time_unix_nano = 8;
 //        repeated KeyValue attributes = 9; }
-void encode_span(std::string& out, const Span& s, uint64_t (*random)()) {
+void encode_span(std::string& out, std::string& sp, const Span& s, uint64_t (*random)()) {
   std::string trace = from_hex(s.trace_id, 16), parent = from_hex(s.parent_span_id, 8);
   if (trace.empty()) trace = random_bytes(16, random);
-  std::string sp;
+  sp.clear();
   bytes_field(sp, 1, trace);
   bytes_field(sp, 2, random_bytes(8, random));
   if (!parent.empty()) bytes_field(sp, 4, parent);
@@ -94,28 +110,28 @@ void encode_span(std::string& out, const Span& s, uint64_t (*random)()) {
   auto start_ns = static_cast<uint64_t>(start < 0 ? 0 : start);
   fixed64(sp, 7, start_ns);
   fixed64(sp, 8, start_ns + static_cast<uint64_t>(std::llround(s.seconds * 1e9)));
-  attribute(sp, 9, "process.pid", any_int(static_cast<uint64_t>(s.pid)));
-  attribute(sp, 9, "thread.id", any_int(static_cast<uint64_t>(s.tid)));
-  if (s.request_id) attribute(sp, 9, "perf_monitor.request_id", any_int(*s.request_id));
-  attribute(sp, 9, "perf_monitor.on_cpu_seconds", any_double(s.on_cpu_seconds));
-  attribute(sp, 9, "perf_monitor.runq_seconds", any_double(s.runq_seconds));
-  attribute(sp, 9, "perf_monitor.blocked_seconds", any_double(s.blocked_seconds));
+  attr_int(sp, 9, "process.pid", static_cast<uint64_t>(s.pid));
+  attr_int(sp, 9, "thread.id", static_cast<uint64_t>(s.tid));
+  if (s.request_id) attr_int(sp, 9, "perf_monitor.request_id", *s.request_id);
+  attr_double(sp, 9, "perf_monitor.on_cpu_seconds", s.on_cpu_seconds);
+  attr_double(sp, 9, "perf_monitor.runq_seconds", s.runq_seconds);
+  attr_double(sp, 9, "perf_monitor.blocked_seconds", s.blocked_seconds);
   if (s.polls > 0 || !s.trace_id.empty()) {
-    attribute(sp, 9, "perf_monitor.blocked_io_seconds", any_double(s.blocked_io_seconds));
-    attribute(sp, 9, "perf_monitor.blocked_sleep_seconds", any_double(s.blocked_sleep_seconds));
-    attribute(sp, 9, "perf_monitor.blocked_lock_seconds", any_double(s.blocked_lock_seconds));
-    attribute(sp, 9, "perf_monitor.blocked_other_seconds", any_double(s.blocked_other_seconds));
-    attribute(sp, 9, "perf_monitor.threads", any_int(s.threads));
+    attr_double(sp, 9, "perf_monitor.blocked_io_seconds", s.blocked_io_seconds);
+    attr_double(sp, 9, "perf_monitor.blocked_sleep_seconds", s.blocked_sleep_seconds);
+    attr_double(sp, 9, "perf_monitor.blocked_lock_seconds", s.blocked_lock_seconds);
+    attr_double(sp, 9, "perf_monitor.blocked_other_seconds", s.blocked_other_seconds);
+    attr_int(sp, 9, "perf_monitor.threads", s.threads);
   }
   if (s.polls > 0) {
-    attribute(sp, 9, "perf_monitor.polls", any_int(s.polls));
-    attribute(sp, 9, "perf_monitor.pending_seconds", any_double(s.pending_seconds));
+    attr_int(sp, 9, "perf_monitor.polls", s.polls);
+    attr_double(sp, 9, "perf_monitor.pending_seconds", s.pending_seconds);
   }
-  attribute(sp, 9, "perf_monitor.voluntary_switches", any_int(s.voluntary_switches));
-  attribute(sp, 9, "perf_monitor.involuntary_switches", any_int(s.involuntary_switches));
-  attribute(sp, 9, "perf_monitor.bio_read_bytes", any_int(s.bio_read_bytes));
-  attribute(sp, 9, "perf_monitor.bio_write_bytes", any_int(s.bio_write_bytes));
-  attribute(sp, 9, "perf_monitor.page_faults", any_int(s.page_faults));
+  attr_int(sp, 9, "perf_monitor.voluntary_switches", s.voluntary_switches);
+  attr_int(sp, 9, "perf_monitor.involuntary_switches", s.involuntary_switches);
+  attr_int(sp, 9, "perf_monitor.bio_read_bytes", s.bio_read_bytes);
+  attr_int(sp, 9, "perf_monitor.bio_write_bytes", s.bio_write_bytes);
+  attr_int(sp, 9, "perf_monitor.page_faults", s.page_faults);
   bytes_field(out, 2, sp);  // ScopeSpans.spans
 }
 
@@ -401,7 +417,8 @@ std::string encode_trace_request(const std::vector<Span>& spans,
   resource_and_scope(res, scope, resource);
   std::string scope_spans;
   bytes_field(scope_spans, 1, scope);
-  for (const Span& s : spans) encode_span(scope_spans, s, random);
+  std::string scratch;  // one span's message, its capacity kept from span to span
+  for (const Span& s : spans) encode_span(scope_spans, scratch, s, random);
   std::string rs;
   bytes_field(rs, 1, res);
   bytes_field(rs, 2, scope_spans);
