@@ -15,17 +15,7 @@ pm="$build/perf-monitor"
 cb="$build/bench/context_bench"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 # A receiver that reads each request whole and answers 200 (OTLP) or 204 (remote write).
-python3 - "$port" <<'PY' &
-import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(204 if self.path.endswith("/write") else 200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-    def log_message(self, *a): pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
+python3 "$(dirname "$0")/push_receiver.py" "$port" &
 receiver=$!
 trap 'kill $receiver 2>/dev/null' EXIT
 sleep 0.5

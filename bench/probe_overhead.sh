@@ -36,17 +36,7 @@ printf '[pmc]\nenabled = false\n[scheduler]\nenabled = false\n[block_io]\nenable
 jsonl="$(realpath "$build")/probe-overhead.jsonl"
 # A receiver for the export row: reads each request whole, answers 200 (OTLP) or 204 (remote write).
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-python3 - "$port" <<'PY' &
-import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(204 if self.path.endswith("/write") else 200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-    def log_message(self, *a): pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
+python3 "$(dirname "$0")/push_receiver.py" "$port" &
 receiver=$!
 trap 'rm -f "$jsonl"; kill $receiver 2>/dev/null' EXIT
 declare -A results
