@@ -48,6 +48,9 @@ Examples:
                                             request ID (the slowest requests are listed)
   perf-monitor run --probe 'app:shop::Cart::add(int)' --probe libc.so.6:malloc -- ./app
                                             a C++ overload by its parameters; a library function
+  perf-monitor run --stacks -- ./app        where ./app ran and where it waited: the top stacks
+  perf-monitor run --stacks-out cpu.folded --off-stacks-out off.pb.gz -- ./app
+                                            flame graph input, and a pprof file (go tool pprof)
   perf-monitor --prometheus 9464            also serve http://127.0.0.1:9464/metrics to Prometheus
   perf-monitor --prometheus 0.0.0.0:9464 --output /dev/null
                                             serve on every interface (for a fleet), no text output
@@ -229,6 +232,9 @@ Invocation parse_command_line(int argc, char** argv) {
 
   std::string format, output, interval, duration, config_path, tree_interval, events, prometheus, remote_write, otlp;
   std::vector<std::string> probe_texts, remote_write_labels;
+  std::string stacks_kinds, stacks_out, off_stacks_out;
+  std::optional<int> stack_rate;
+  std::vector<CLI::Option*> stacks_flags;  // --stacks of each subcommand: given with no value too
   std::optional<int> top_count, cgroup_depth, max_series;
   std::string top_sort, prometheus_processes, cgroup;
   bool top_threads = false;
@@ -311,6 +317,25 @@ Invocation parse_command_line(int argc, char** argv) {
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->check(kNonEmpty)
         ->type_name("NAME=VALUE");
+    stacks_flags.push_back(a->add_option("--stacks", stacks_kinds,
+                  "Record the target's stacks: cpu (where it ran, sampled), off (where it waited, every switch), or "
+                  "cpu,off; the summary shows the top ones. Unwound with the binaries' DWARF CFI, so code without frame "
+                  "pointers unwinds too")
+        ->expected(0, 1)
+        ->type_name("cpu,off"));
+    a->add_option("--stacks-out", stacks_out,
+                  "Write the on-CPU stacks to FILE: folded (FlameGraph's input, samples) or, for FILE ending in .pb.gz, "
+                  "pprof (go tool pprof, Parca, Pyroscope); turns on --stacks=cpu")
+        ->check(kNonEmpty)
+        ->type_name("FILE");
+    a->add_option("--off-stacks-out", off_stacks_out,
+                  "Write the off-CPU stacks to FILE: folded (microseconds, as offcputime -f) or pprof (.pb.gz); turns on "
+                  "--stacks=off")
+        ->check(kNonEmpty)
+        ->type_name("FILE");
+    a->add_option("--stack-rate", stack_rate, "On-CPU samples per second per CPU (default 99)")
+        ->check(whole_number(1, 10000))
+        ->type_name("HZ");
   };
   auto add_lists = [&](CLI::App* a) {
     a->add_option("--top", top_count, "The N busiest processes and cgroups per interval (default 10; 0: off)")
@@ -433,6 +458,33 @@ Invocation parse_command_line(int argc, char** argv) {
     auto o = otlp_options(otlp);
     if (!o) return fail("--otlp: " + o.error().message);
     c.otlp = otlp;
+  }
+  bool stacks_given = std::any_of(stacks_flags.begin(), stacks_flags.end(), [](CLI::Option* o) { return o->count() > 0; });
+  if (stacks_given || !stacks_out.empty() || !off_stacks_out.empty() || stack_rate) {
+    std::string_view kinds = stacks_given && stacks_kinds.empty() ? "cpu,off" : std::string_view(stacks_kinds);
+    while (!kinds.empty()) {
+      std::string_view k = kinds.substr(0, kinds.find(','));
+      kinds.remove_prefix(std::min(kinds.size(), k.size() + 1));
+      if (k == "cpu") {
+        c.stacks.on_cpu = true;
+      } else if (k == "off") {
+        c.stacks.off_cpu = true;
+      } else {
+        return fail("--stacks '" + printable(k) + "': not cpu, off or cpu,off");
+      }
+    }
+    if (!stacks_out.empty()) {
+      c.stacks.on_cpu = true;
+      c.stacks.on_cpu_out = stacks_out;
+    }
+    if (!off_stacks_out.empty()) {
+      c.stacks.off_cpu = true;
+      c.stacks.off_cpu_out = off_stacks_out;
+    }
+    if (stack_rate) {
+      if (!c.stacks.any()) return fail("--stack-rate needs --stacks or --stacks-out");
+      c.stacks.rate_hz = *stack_rate;
+    }
   }
   for (const std::string& l : remote_write_labels) {
     size_t eq = l.find('=');

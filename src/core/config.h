@@ -90,6 +90,16 @@ struct Config {
     // lists itself (the top source then keeps every row, threads included).
     bool view = false;
   } top;
+  // Stacks of the target (run, attach, or the system): where it ran (on-CPU samples) and where
+  // it waited (off-CPU time per stack). Off unless asked for (--stacks, --stacks-out).
+  struct Stacks {
+    bool on_cpu = false;
+    bool off_cpu = false;
+    int rate_hz = 99;            // --stack-rate: on-CPU samples per second per CPU
+    std::string on_cpu_out;      // --stacks-out FILE: folded, or pprof when FILE ends in .pb.gz
+    std::string off_cpu_out;     // --off-stacks-out FILE
+    [[nodiscard]] bool any() const { return on_cpu || off_cpu; }
+  } stacks;
 };
 
 // Limits on what is handed to the TOML parser: a configuration is a few hundred bytes, and the

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@ struct RunInfo {
   uint64_t missed_ticks = 0;         // timer expirations the loop served late
   uint64_t proc_event_overruns = 0;  // fork/exit notifications the kernel dropped
   std::vector<Span> slowest_requests;  // probes: the slowest spans with their own request ID
+  std::shared_ptr<const StackProfile> stacks;  // --stacks: where the target ran and waited
 };
 
 // What is known when monitoring starts: the machine, the target, the rhythm.

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/metric.h"
+#include "core/profile.h"
 #include "core/span.h"
 
 namespace pm {
@@ -34,6 +35,7 @@ struct EndReport {
   std::vector<Unavailable> unavailable;  // figures that turned out not to be read, and why
   std::vector<Span> slowest_requests;    // probes: the slowest calls with their own request ID
   uint64_t notifications_lost = 0;       // events the kernel dropped before perf-monitor read them
+  std::shared_ptr<const StackProfile> stacks;  // stacks: the run's on-CPU and off-CPU stacks
 };
 
 class Source {

@@ -16,6 +16,7 @@
 #include "sources/probes/otel.h"
 #include "sources/probes/probe_source.h"
 #include "sources/probes/symbols.h"
+#include "sources/stacks/stack_source.h"
 #include "sources/top/proc_top_source.h"
 #include "sources/top/top_source.h"
 #include "sources/tree/kernel_tree.h"
@@ -164,6 +165,16 @@ Made make_block(SourceContext& ctx) {
     ctx.notes.push_back({"block_io.tree", "the tree's bios: following a tree needs the typed (tp_btf) programs", true});
   }
   return up(std::move(block));
+}
+
+// Stacks (--stacks): the tree's threads (run, attach, --cgroup), or every task.
+Made make_stacks(SourceContext& ctx) {
+  bool follow = ctx.target.mode() != Mode::kSystem;
+  BpfLoadOptions target{.track_tree = follow, .members_fd = ctx.members_fd()};
+  if (follow && target.members_fd < 0) {
+    return make_error(Errc::kUnavailable, "following the target tree's stacks needs the scheduler's eBPF programs (tp_btf)");
+  }
+  return up(StackSource::create(ctx.config.stacks, target));
 }
 
 // Application probes: the --probe functions, and the target's request annotations (USDT
@@ -318,6 +329,12 @@ const SourceEntry kSources[] = {
      .enabled = always,
      .make = make_probes,
      .check = check_probes},
+    {.name = "stacks",
+     .what = "--stacks: where the target ran (on-CPU samples, software cpu-clock) and where it waited (off-CPU time "
+             "per stack, every switch), kernel and user stacks unwound with DWARF CFI (eBPF, libdw)",
+     .rhythm = Rhythm::kInterval,
+     .enabled = [](const Config& c) { return c.stacks.any(); },
+     .make = make_stacks},
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <ctime>
 #include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -20,6 +21,7 @@
 #include "sinks/otlp.h"
 #include "sinks/remote_write.h"
 #include "sinks/sink.h"
+#include "sinks/stack_files.h"
 #include "sources/tree/tree_source.h"
 
 namespace pm {
@@ -93,6 +95,17 @@ class Session {
       return kExitUsage;
     }
     out_.emplace(std::move(*out));
+    // The stack files, opened now: a path that cannot be written is said before the run.
+    for (const auto& [kind, path] : {std::pair{StackKind::kOnCpu, cfg_.stacks.on_cpu_out},
+                                     std::pair{StackKind::kOffCpu, cfg_.stacks.off_cpu_out}}) {
+      if (path.empty()) continue;
+      auto f = OutputFile::open(path);
+      if (!f) {
+        say(path + ": " + f.error().message);
+        return kExitUsage;
+      }
+      stack_files_.emplace_back(kind, path, std::move(*f));
+    }
     if (out_->failed()) {  // standard output (or error) was closed before perf-monitor started
       say(out_->error());
       return kExitFailure;
@@ -402,13 +415,24 @@ class Session {
     info.missed_ticks = loop_->missed_ticks();
     info.proc_event_overruns = report.notifications_lost;
     info.slowest_requests = std::move(report.slowest_requests);
+    info.stacks = report.stacks;
     sink_->summary(agg_.summary(now), info, unavailable_);
+    bool stacks_lost = false;
+    for (auto& [kind, path, file] : stack_files_) {
+      auto put = report.stacks ? write_stack_file(*report.stacks, kind, path, file)
+                               : Status(make_error(Errc::kUnavailable, path + ": no stacks were recorded"));
+      if (!put) {
+        say(put.error().message);
+        stacks_lost = true;
+      }
+    }
     if (out_->failed()) {
       if (!output_lost_) say(out_->error() + ": the summary is lost");
       return kExitFailure;
     }
     // Only a whole report replaces the file at --output (on a failure above, it stays as it was).
     if (auto put = out_->commit(); !put) return fail(put.error().message);
+    if (stacks_lost) return kExitFailure;
     if (spec_.mode == Mode::kRun) return target_->exit_code().value_or(kExitFailure);
     return 0;
   }
@@ -419,6 +443,7 @@ class Session {
   std::unique_ptr<EventLoop> loop_;
   std::optional<Output> out_;
   std::unique_ptr<Sink> sink_;
+  std::vector<std::tuple<StackKind, std::string, OutputFile>> stack_files_;  // --stacks-out, --off-stacks-out
   PrometheusSink* prom_ = nullptr;  // one of sink_'s, when --prometheus is given
   RemoteWriteSink* remote_ = nullptr;  // one of sink_'s, when --remote-write is given
   OtlpSink* otlp_ = nullptr;           // one of sink_'s, when --otlp (or OTEL_EXPORTER_OTLP_*) is given

@@ -88,6 +88,43 @@ void place(Json& root, const MetricDesc& d, const Labels& labels, Json value) {
 }
 
 // A process's, thread's or cgroup's share of the interval; a figure not known is left out.
+// --stacks: the totals, and the stacks that weigh most (every one is in --stacks-out's files).
+Json stacks_json(const StackProfile& p) {
+  constexpr size_t kTop = 100;
+  Json j = Json::object();
+  auto list = [&](const std::vector<StackProfile::Entry>& entries, bool on) {
+    Json a = Json::array();
+    for (size_t i = 0; i < entries.size() && i < kTop; i++) {
+      const StackProfile::Entry& e = entries[i];
+      a.push_back(on ? Json{{"frames", e.frames}, {"samples", e.value}}
+                     : Json{{"frames", e.frames}, {"ns", e.value}, {"switches", e.count}});
+    }
+    return a;
+  };
+  if (p.on_cpu_wanted) {
+    uint64_t n = p.on_cpu_samples();
+    j["on_cpu"] = {{"samples", n},
+                   {"period_ns", p.period_ns},
+                   {"cpu_ns", n * p.period_ns},
+                   {"distinct", p.on_cpu.size()},
+                   {"stacks", list(p.on_cpu, true)}};
+  }
+  if (p.off_cpu_wanted) {
+    uint64_t us = 0, switches = 0;
+    for (const StackProfile::Entry& e : p.off_cpu) {
+      us += e.value / 1000;
+      switches += e.count;
+    }
+    j["off_cpu"] = {{"ns", p.off_cpu_ns()},
+                    {"us", us},  // the folded file's total (each stack in whole microseconds)
+                    {"switches", switches},
+                    {"distinct", p.off_cpu.size()},
+                    {"stacks", list(p.off_cpu, false)}};
+  }
+  j["lost"] = {{"records", p.records_lost}, {"off_cpu_ns", p.off_lost_ns}, {"kernel_stacks", p.kernel_stacks_lost}};
+  return j;
+}
+
 Json top_figures(const TopFigures& f, double seconds) {
   Json j{{"cpu_user_s", number(f.user_s())},
          {"cpu_system_s", number(f.system_s())},
@@ -333,6 +370,7 @@ class JsonSink final : public Sink {
       for (const Span& sp : info.slowest_requests) slow.push_back(span_json(sp));
       j["slowest_requests"] = std::move(slow);
     }
+    if (info.stacks) j["stacks"] = stacks_json(*info.stacks);
     Json unavailable = Json::object();
     for (const Unavailable& u : list) unavailable[u.source] = u.reason;
     j["unavailable"] = std::move(unavailable);

@@ -2,7 +2,6 @@
 #include "sinks/otlp.h"
 
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +17,7 @@
 #include "core/outside_text.h"
 #include "core/text.h"
 #include "core/version.h"
+#include "sinks/gzip.h"
 #include "sinks/protobuf_wire.h"
 #include "sinks/pusher.h"
 
@@ -159,20 +159,6 @@ std::string base_unit(const MetricDesc& d) {
     if (std::fabs(b - 1e-3) < 1e-15) return "ms";
   }
   return fmt::format("{}{}", b, otlp_unit(d.unit));
-}
-
-std::string gzip(const std::string& in) {
-  z_stream z{};
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
-  std::string out(deflateBound(&z, in.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  int rc = deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return rc == Z_STREAM_END ? out : std::string();
 }
 
 uint64_t next_random() {

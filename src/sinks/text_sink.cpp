@@ -99,6 +99,60 @@ std::string slowest_requests(const RunInfo& info) {
   return s;
 }
 
+// A stack in one line, the way a person reads it: its innermost frames of the program first
+// (leaf <- caller <- ...), then where in the kernel it was (the system call, say).
+std::string stack_line(const std::vector<std::string>& frames) {
+  std::vector<std::string_view> user, kernel;
+  for (size_t i = 1; i < frames.size(); i++) {  // frames[0]: the thread's name
+    std::string_view f = frames[i];
+    if (f.ends_with("_[k]")) {
+      f.remove_suffix(4);
+      if (!f.starts_with("entry_SYSCALL") && !f.starts_with("do_syscall") && !f.starts_with("asm_")) kernel.push_back(f);
+    } else {
+      user.push_back(f);
+    }
+  }
+  std::string s;
+  constexpr size_t kShown = 5;
+  for (size_t n = 0; n < user.size() && n < kShown; n++) s += (n == 0 ? "" : " <- ") + std::string(user[user.size() - 1 - n]);
+  if (user.size() > kShown) s += " <- ...";
+  if (!kernel.empty()) s += (s.empty() ? "in the kernel: " : "; in the kernel: ") + std::string(kernel.front());
+  return fmt::format("{} [{}]", s.empty() ? "[no frames]" : s, frames.empty() ? "?" : frames[0]);
+}
+
+// The top stacks (--stacks): where the target ran, and where it waited.
+std::string top_stacks(const RunInfo& info) {
+  if (!info.stacks) return {};
+  const StackProfile& p = *info.stacks;
+  constexpr size_t kTop = 5;
+  std::string s;
+  if (p.on_cpu_wanted) {
+    uint64_t total = p.on_cpu_samples();
+    s += fmt::format("on-CPU stacks: {} samples ({} of CPU at {:.0f} Hz){}\n", total,
+                     human_time(static_cast<double>(total * p.period_ns) * 1e-9),
+                     p.period_ns > 0 ? 1e9 / static_cast<double>(p.period_ns) : 0.0, total > 0 ? ", the top ones:" : "");
+    for (size_t i = 0; i < p.on_cpu.size() && i < kTop; i++) {
+      s += fmt::format("  {:5.1f}%  {}\n", 100.0 * static_cast<double>(p.on_cpu[i].value) / static_cast<double>(total),
+                       stack_line(p.on_cpu[i].frames));
+    }
+  }
+  if (p.off_cpu_wanted) {
+    uint64_t total = p.off_cpu_ns();
+    s += fmt::format("off-CPU stacks: {} off the CPU{}\n", human_time(static_cast<double>(total) * 1e-9),
+                     total > 0 ? ", the top ones:" : "");
+    for (size_t i = 0; i < p.off_cpu.size() && i < kTop; i++) {
+      const StackProfile::Entry& e = p.off_cpu[i];
+      s += fmt::format("  {:5.1f}%  {:>9}  {}\n", 100.0 * static_cast<double>(e.value) / static_cast<double>(total),
+                       human_time(static_cast<double>(e.value) * 1e-9), stack_line(e.frames));
+    }
+  }
+  if (p.records_lost != 0 || p.off_lost_ns != 0) {
+    s += fmt::format("note: {} stack records found no room in the ring buffer; {} off the CPU found no place\n",
+                     p.records_lost, human_time(static_cast<double>(p.off_lost_ns) * 1e-9));
+  }
+  return s;
+}
+
 // The sources that could not start, named on one line ("pmc (cycles, instructions)" for a
 // family's events); `perf-monitor list` says why for each.
 std::string names_of(const std::vector<const Unavailable*>& list) {
@@ -173,6 +227,7 @@ class TextSink final : public Sink {
     // then the system around it.
     s += b.render(0, text_order::kSystem);
     s += slowest_requests(info);
+    s += top_stacks(info);
     if (info.mode != "system" && b.any_section(text_order::kSystem, kEnd)) s += "system over the run:\n";
     s += b.render(text_order::kSystem, kEnd);
     s += generic_lines(b);

@@ -15,7 +15,7 @@ multiarch="-I/usr/include/$(gcc -dumpmachine)"
 for arch in x86 arm64; do
   extra=""
   [ "$arch" = arm64 ] && extra="-DPM_CROSS_ARCH_REGS -I$src/bpf/arch/arm64"
-  for prog in scheduler block probe floor; do
+  for prog in scheduler block probe floor stacks; do
     # shellcheck disable=SC2086
     clang -target bpf -mcpu=v3 -g -O2 -Wall -Werror -D__TARGET_ARCH_$arch $extra $multiarch -I"$vmlinux" -I"$src/bpf" \
       -c "$src/bpf/$prog.bpf.c" -o "$out/$prog.$arch.o"

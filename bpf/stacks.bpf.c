@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+// Stacks of the target: where it runs (on-CPU samples) and where it waits (off-CPU time summed
+// per place in the kernel). See stacks.h for what crosses to user space and when.
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#ifdef PM_CROSS_ARCH_REGS
+#include "pm_arch_regs.h"  // the target architecture's registers (bpf/arch/)
+#endif
+#include "stacks.h"
+#include "tree.bpf.h"
+#include "core_fixes.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define PF_KTHREAD 0x00200000
+#define PM_EFAULT 14  // bpf_get_stackid of a context with no kernel stack (a sample in user mode)
+
+const volatile __u32 self_tgid = 0;
+// Off-CPU: 0 is the whole system (but perf-monitor and the idle tasks).
+
+struct {
+  __uint(type, BPF_MAP_TYPE_STACK_TRACE);
+  __uint(max_entries, PM_MAX_KSTACKS);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, PM_STACK_DEPTH * sizeof(__u64));
+} kstacks SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 8 << 20);
+} records SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, PM_MAX_OFF_SLOTS);
+  __type(key, struct pm_off_key);
+  __type(value, struct pm_off_value);
+} off_slots SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct pm_stack_counters);
+} counters SEC(".maps");
+
+// A thread off the CPU: since when, and the slot its time goes to.
+struct pm_off_state {
+  __u64 out_ns;
+  struct pm_off_key key;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct pm_off_state);
+} off_state SEC(".maps");
+
+static __always_inline struct pm_stack_counters *counts(void) {
+  __u32 zero = 0;
+  return bpf_map_lookup_elem(&counters, &zero);
+}
+
+// Whether t's stacks are wanted: the tree's members, or (system-wide) every task but
+// perf-monitor's own and the idle tasks.
+static __always_inline bool wanted(struct task_struct *t) {
+  if (track_tree) return member_of(t) != 0;
+  return t->pid != 0 && (__u32)t->tgid != self_tgid;
+}
+
+static __always_inline bool has_user(struct task_struct *t) { return !(t->flags & PF_KTHREAD) && t->mm != 0; }
+
+// The record's user part: the registers saved at the thread's entry into the kernel (a system
+// call, or the interrupt that took the sample while it ran in user mode) and the stack above
+// their sp, as far as it is mapped (chunk by chunk: a read that crosses the top of the stack
+// fails whole).
+static __always_inline void copy_user(struct pm_stack_record *r, struct task_struct *t) {
+  r->user = 0;
+  r->stack_len = 0;
+  if (!has_user(t)) return;
+  struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+  if (!regs) return;
+  __u32 size = sizeof(struct pt_regs) < sizeof(r->regs) ? sizeof(struct pt_regs) : sizeof(r->regs);
+  if (bpf_probe_read_kernel(r->regs, size, regs) != 0) return;
+  r->user = 1;
+  __u64 sp = PT_REGS_SP_CORE(regs);
+  __u32 len = 0;
+  for (int i = 0; i < PM_STACK_CHUNKS; i++) {
+    if (bpf_probe_read_user(r->stack + i * PM_STACK_CHUNK, PM_STACK_CHUNK, (void *)(sp + i * PM_STACK_CHUNK)) != 0)
+      break;
+    len += PM_STACK_CHUNK;
+  }
+  r->stack_len = len;
+  if (len < PM_STACK_BYTES) {
+    struct pm_stack_counters *c = counts();
+    if (c) c->stack_copy_short++;
+  }
+}
+
+static __always_inline struct pm_stack_record *reserve(struct pm_stack_counters *c) {
+  struct pm_stack_record *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+  if (!r && c) c->records_lost++;
+  return r;
+}
+
+static __always_inline void fill(struct pm_stack_record *r, __u32 kind, struct task_struct *t, __s32 kstack) {
+  r->kind = kind;
+  r->tgid = t->tgid;
+  r->pid = t->pid;
+  r->kstack = kstack;
+  r->mm = (__u64)t->mm;
+  r->exec_id = t->self_exec_id;
+  r->time_ns = bpf_ktime_get_ns();
+  __builtin_memset(&r->key, 0, sizeof(r->key));
+  bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), t->comm);
+}
+
+// On-CPU: a software cpu-clock sample on each CPU.
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx) {
+  struct task_struct *t = bpf_get_current_task_btf();
+  if (!wanted(t)) return 0;
+  struct pm_stack_counters *c = counts();
+  if (c) c->samples++;
+  __s32 kstack = bpf_get_stackid(ctx, &kstacks, 0);
+  if (kstack < 0 && kstack != -PM_EFAULT && c) c->kstack_lost++;
+  struct pm_stack_record *r = reserve(c);
+  if (!r) return 0;
+  fill(r, PM_STACK_ON_CPU, t, kstack);
+  copy_user(r, t);
+  bpf_ringbuf_submit(r, 0);
+  return 0;
+}
+
+// Off-CPU: at its switch out a thread's place is looked up (made, with its one record, the
+// first time); at its switch in the time since goes to that place.
+SEC("tp_btf/sched_switch")
+int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
+  __u64 now = bpf_ktime_get_ns();
+  long state = TASK_STATE_BTF(prev);
+  if (state != PM_TASK_DEAD && wanted(prev)) {
+    struct pm_off_state *s = bpf_task_storage_get(&off_state, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (s) {
+      struct pm_off_key key = {};
+      key.tgid = prev->tgid;
+      key.pid = prev->pid;
+      key.preempted = state == 0;
+      // The current task is prev: its kernel stack is the one going to sleep.
+      key.kstack = bpf_get_stackid(ctx, &kstacks, 0);
+      if (has_user(prev)) {
+        struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+        if (regs) {
+          key.uip = PT_REGS_IP_CORE(regs);
+          key.usp = PT_REGS_SP_CORE(regs);
+        }
+      }
+      struct pm_stack_counters *c = counts();
+      if (key.kstack < 0 && key.kstack != -PM_EFAULT && c) c->kstack_lost++;
+      if (!bpf_map_lookup_elem(&off_slots, &key)) {
+        struct pm_off_value zero = {};
+        if (bpf_map_update_elem(&off_slots, &key, &zero, BPF_NOEXIST) == 0) {
+          struct pm_stack_record *r = reserve(c);
+          if (r) {
+            fill(r, PM_STACK_OFF_CPU, prev, key.kstack);
+            r->key = key;
+            copy_user(r, prev);
+            bpf_ringbuf_submit(r, 0);
+          } else {
+            bpf_map_delete_elem(&off_slots, &key);  // its place is sent the next time
+          }
+        }
+      }
+      s->out_ns = now;
+      s->key = key;
+    }
+  }
+  struct pm_off_state *s = bpf_task_storage_get(&off_state, next, 0, 0);
+  if (s && s->out_ns != 0) {
+    __u64 off = now - s->out_ns;
+    s->out_ns = 0;
+    struct pm_off_value *v = bpf_map_lookup_elem(&off_slots, &s->key);
+    if (v) {
+      __sync_fetch_and_add(&v->ns, off);
+      __sync_fetch_and_add(&v->switches, 1);
+    } else {
+      struct pm_stack_counters *c = counts();
+      if (c) {
+        c->off_slots_full++;
+        c->off_lost_ns += off;
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sources/stacks/stack_source.h"
+
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/fd.h"
+#include "core/file_reader.h"
+#include "core/outside_text.h"
+#include "sources/kernel/skeleton.h"
+#include "sources/stacks/kernel_symbols.h"
+#include "sources/stacks/unwinder.h"
+
+// clang-format off
+#include "stacks.h"
+#include "stacks.skel.h"
+// clang-format on
+
+namespace pm {
+namespace {
+
+using K = MetricKind;
+const MetricDesc kSamples{"stacks", "samples", K::kCounter, Unit::kNone,
+                          "On-CPU samples of the target (each stands for 1/rate s of CPU)"};
+const MetricDesc kLost{"stacks", "lost", K::kCounter, Unit::kNone,
+                       "Stack records the ring buffer had no room for, and off-CPU stretches that found no place"};
+
+constexpr size_t kPtRegsSp = 19;
+
+uint64_t period_ns(int rate_hz) { return 1'000'000'000ULL / static_cast<uint64_t>(std::max(rate_hz, 1)); }  // x86-64 pt_regs: sp
+
+std::string join(const std::vector<std::string>& frames) {
+  std::string s;
+  for (const std::string& f : frames) {
+    s += f;
+    s += '\n';
+  }
+  return s;
+}
+
+struct Table {
+  std::unordered_map<std::string, size_t> index;
+  std::vector<StackProfile::Entry> entries;
+  StackProfile::Entry& at(std::vector<std::string> frames) {
+    std::string key = join(frames);
+    auto [it, fresh] = index.emplace(std::move(key), entries.size());
+    if (fresh) entries.push_back({std::move(frames), 0, 0});
+    return entries[it->second];
+  }
+};
+
+struct KeyLess {
+  bool operator()(const pm_off_key& a, const pm_off_key& b) const { return std::memcmp(&a, &b, sizeof a) < 0; }
+};
+
+}  // namespace
+
+struct StackSource::Impl {
+  Config::Stacks config;
+  SkeletonPtr<stacks_bpf> skel{nullptr, stacks_bpf::destroy};
+  std::vector<UniqueFd> perf_fds;
+  std::vector<bpf_link*> links;
+  std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> ring{nullptr, ring_buffer__free};
+  stacks::Unwinder unwinder;
+  stacks::KernelSymbols ksyms;
+  std::unordered_map<int32_t, std::vector<std::string>> kernel_stacks;  // by stack id, outermost first
+  Table on_cpu;
+  std::map<pm_off_key, std::vector<std::string>, KeyLess> places;  // off-CPU place -> its frames
+  std::shared_ptr<StackProfile> profile = std::make_shared<StackProfile>();
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  bool finished = false;
+
+  ~Impl() { detach(); }
+
+  void detach() {
+    for (bpf_link* l : links) bpf_link__destroy(l);
+    links.clear();
+    perf_fds.clear();
+  }
+
+  const std::vector<std::string>& kernel_frames(int32_t id) {
+    auto it = kernel_stacks.find(id);
+    if (it != kernel_stacks.end()) return it->second;
+    std::vector<std::string> frames;
+    if (id >= 0) {
+      std::vector<uint64_t> ips(PM_STACK_DEPTH, 0);
+      if (bpf_map__lookup_elem(skel->maps.kstacks, &id, sizeof id, ips.data(), ips.size() * sizeof(uint64_t), 0) == 0) {
+        for (uint64_t ip : ips) {
+          if (ip == 0) break;
+          frames.push_back(ksyms.name(ip) + "_[k]");
+        }
+        // At a switch the innermost frames are the tracepoint's way into perf-monitor's own
+        // program: not the thread's.
+        size_t own = 0;
+        for (const std::string& f : frames) {
+          std::string_view n(f);
+          if (!n.starts_with("bpf_prog_") && !n.starts_with("bpf_trace_run") && !n.starts_with("__traceiter_") &&
+              !n.starts_with("__bpf_trace_")) {
+            break;
+          }
+          own++;
+        }
+        frames.erase(frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(own));
+        std::reverse(frames.begin(), frames.end());
+      }
+    }
+    return kernel_stacks.emplace(id, std::move(frames)).first->second;
+  }
+
+  std::vector<std::string> frames_of(const pm_stack_record& r) {
+    std::vector<std::string> out;
+    out.push_back(clean_utf8(std::string_view(r.comm, strnlen(r.comm, sizeof r.comm))));
+    if (r.user != 0) {
+      stacks::UserState st;
+      st.regs = std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(r.regs), PM_STACK_REGS);
+      st.stack_start = reinterpret_cast<const uint64_t*>(r.regs)[kPtRegsSp];
+      st.stack = std::span<const uint8_t>(r.stack, std::min<size_t>(r.stack_len, sizeof r.stack));
+      stacks::Frames user = unwinder.unwind({r.tgid, r.mm, r.exec_id}, r.pid, r.time_ns, st);
+      out.insert(out.end(), user.begin(), user.end());
+    }
+    const auto& k = kernel_frames(r.kstack);
+    out.insert(out.end(), k.begin(), k.end());
+    return out;
+  }
+
+  static int on_record(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<Impl*>(ctx);
+    if (size < sizeof(pm_stack_record)) return 0;
+    const auto& r = *static_cast<const pm_stack_record*>(data);
+    if (r.kind == PM_STACK_ON_CPU) {
+      StackProfile::Entry& e = self->on_cpu.at(self->frames_of(r));
+      e.value++;
+      e.count++;
+    } else if (r.kind == PM_STACK_OFF_CPU) {
+      self->places[r.key] = self->frames_of(r);
+    }
+    return 0;
+  }
+
+  pm_stack_counters counters() const {
+    std::vector<pm_stack_counters> per_cpu;
+    pm_stack_counters sum{};
+    if (!read_per_cpu(bpf_map__fd(skel->maps.counters), per_cpu)) return sum;
+    for (const pm_stack_counters& c : per_cpu) {
+      sum.samples += c.samples;
+      sum.records_lost += c.records_lost;
+      sum.off_slots_full += c.off_slots_full;
+      sum.off_lost_ns += c.off_lost_ns;
+      sum.kstack_lost += c.kstack_lost;
+      sum.stack_copy_short += c.stack_copy_short;
+    }
+    return sum;
+  }
+
+  // Every place's time, once, at the end: a place whose record was lost keeps its kernel frames.
+  void read_off_cpu(Table& off) {
+    int fd = bpf_map__fd(skel->maps.off_slots);
+    pm_off_key key{}, next{};
+    pm_off_key* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+      key = next;
+      prev = &key;
+      pm_off_value v{};
+      if (bpf_map_lookup_elem(fd, &key, &v) != 0 || v.ns == 0) continue;
+      std::vector<std::string> frames;
+      if (auto it = places.find(key); it != places.end()) {
+        frames = it->second;
+      } else {
+        frames.push_back("[unknown]");
+        const auto& k = kernel_frames(key.kstack);
+        frames.insert(frames.end(), k.begin(), k.end());
+      }
+      StackProfile::Entry& e = off.at(std::move(frames));
+      e.value += v.ns;
+      e.count += v.switches;
+    }
+  }
+};
+
+StackSource::StackSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+StackSource::~StackSource() = default;
+
+Result<std::unique_ptr<StackSource>> StackSource::create(const Config::Stacks& config, const BpfLoadOptions& target) {
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  bool off = config.off_cpu;
+  auto loaded = load_skeleton<stacks_bpf>("stacks", target, /*btf_only=*/true, [off](stacks_bpf* s) {
+    bpf_program__set_autoload(s->progs.off_switch, off);
+  });
+  if (!loaded) return loaded.error();
+  impl->skel = std::move(loaded->skel);
+  impl->ksyms = stacks::KernelSymbols::load();
+  impl->ring.reset(ring_buffer__new(bpf_map__fd(impl->skel->maps.records), &Impl::on_record, impl.get(), nullptr));
+  if (!impl->ring) return Error::from_errno(errno, "opening the stacks' ring buffer");
+  if (config.on_cpu) {
+    perf_event_attr attr{};
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_CPU_CLOCK;
+    attr.sample_period = period_ns(config.rate_hz);
+    for (int cpu : online_cpus()) {
+      int fd = static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+      if (fd < 0) return Error::from_errno(errno, "opening the cpu-clock sampling event on CPU " + std::to_string(cpu));
+      impl->perf_fds.emplace_back(fd);
+      bpf_link* link = bpf_program__attach_perf_event(impl->skel->progs.on_cpu_sample, fd);
+      if (link == nullptr) return Error::from_errno(errno, "attaching the on-CPU sampling program");
+      impl->links.push_back(link);
+    }
+  }
+  impl->profile->on_cpu_wanted = config.on_cpu;
+  impl->profile->off_cpu_wanted = config.off_cpu;
+  impl->profile->period_ns = period_ns(config.rate_hz);
+  impl->profile->start_unix_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  return std::make_unique<StackSource>(std::move(impl));
+}
+
+int StackSource::wake_fd() const { return ring_buffer__epoll_fd(impl_->ring.get()); }
+
+void StackSource::on_wake() { ring_buffer__consume(impl_->ring.get()); }
+
+void StackSource::collect(Samples& out) {
+  pm_stack_counters c = impl_->counters();
+  out.push_back({&kSamples, {}, static_cast<double>(c.samples)});
+  out.push_back({&kLost, {}, static_cast<double>(c.records_lost + c.off_slots_full)});
+}
+
+void StackSource::finish() {
+  Impl& m = *impl_;
+  if (m.finished) return;
+  m.finished = true;
+  m.detach();  // no more samples
+  ring_buffer__consume(m.ring.get());
+  StackProfile& p = *m.profile;
+  p.duration_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - m.start).count());
+  Table off;
+  if (m.config.off_cpu) m.read_off_cpu(off);
+  auto by_value = [](const StackProfile::Entry& a, const StackProfile::Entry& b) {
+    return a.value != b.value ? a.value > b.value : a.frames < b.frames;
+  };
+  p.on_cpu = std::move(m.on_cpu.entries);
+  p.off_cpu = std::move(off.entries);
+  std::sort(p.on_cpu.begin(), p.on_cpu.end(), by_value);
+  std::sort(p.off_cpu.begin(), p.off_cpu.end(), by_value);
+  pm_stack_counters c = m.counters();
+  p.records_lost = c.records_lost;
+  p.off_lost_ns = c.off_lost_ns;
+  p.kernel_stacks_lost = c.kstack_lost;
+}
+
+void StackSource::report(EndReport& r) const { r.stacks = impl_->profile; }
+
+}  // namespace pm

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sources/stacks/unwinder.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/fd.h"
+#include "core/file_reader.h"
+#include "core/outside_text.h"
+#include "core/text.h"
+#include "sources/probes/symbols.h"
+
+namespace pm::stacks {
+namespace {
+
+constexpr size_t kMaxProcesses = 256;      // processes whose mappings and names are kept
+constexpr size_t kMaxNamesPerProcess = 65536;
+constexpr int kMaxInlineDepth = 32;
+constexpr size_t kMaxMapsBytes = 4 << 20;  // a /proc/PID/maps beyond this is read that far
+
+// x86-64 pt_regs (r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di orig_ax ip cs flags sp ss)
+// in DWARF's register order (rax rdx rcx rbx rsi rdi rbp rsp r8 … r15, then the return address).
+constexpr int kDwarfFromPtRegs[17] = {10, 12, 11, 5, 13, 14, 4, 19, 9, 8, 7, 6, 3, 2, 1, 0, 16};
+constexpr size_t kPtRegsWords = 21;
+constexpr size_t kIp = 16;
+
+}  // namespace
+
+struct Unwinder::Process {
+  uint32_t tgid = 0;
+  uint64_t read_at = 0;  // CLOCK_MONOTONIC ns when the mappings were read
+  Dwfl* dwfl = nullptr;
+  bool attached = false;
+  // Each mapped file by the path /proc/PID/maps gives it, held open.
+  std::unordered_map<std::string, std::shared_ptr<UniqueFd>> files;
+  const UserState* current = nullptr;
+  std::unordered_map<uint64_t, Frames> names;  // by pc (as looked up: a return address less 1)
+  uint64_t used = 0;
+  ~Process() {
+    if (dwfl != nullptr) dwfl_end(dwfl);
+  }
+};
+
+namespace {
+
+thread_local Unwinder::Process* g_current = nullptr;
+
+uint64_t mono_ns();
+
+// The module's ELF: the file perf-monitor opened when it read the mappings (a dup: libdwfl
+// closes what it is given). The vDSO and files it could not open are left unnamed.
+int find_elf(Dwfl_Module* /*mod*/, void** /*userdata*/, const char* name, Dwarf_Addr /*base*/, char** file_name,
+             Elf** /*elfp*/) {
+  if (g_current == nullptr || name == nullptr) return -1;
+  auto it = g_current->files.find(name);
+  if (it == g_current->files.end() || !it->second || !*it->second) return -1;
+  int fd = ::fcntl(it->second->get(), F_DUPFD_CLOEXEC, 0);
+  if (fd >= 0 && file_name != nullptr) *file_name = ::strdup(name);
+  return fd;
+}
+
+char* g_debuginfo_path = nullptr;
+const Dwfl_Callbacks kCallbacks = {
+    .find_elf = find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &g_debuginfo_path,
+};
+
+pid_t next_thread(Dwfl* /*dwfl*/, void* /*arg*/, void** /*thread_argp*/) { return 0; }
+
+bool get_thread(Dwfl* /*dwfl*/, pid_t /*tid*/, void* arg, void** thread_argp) {
+  *thread_argp = arg;
+  return true;
+}
+
+// Memory is the stack's copy only: a read outside it ends the walk there.
+bool memory_read(Dwfl* /*dwfl*/, Dwarf_Addr addr, Dwarf_Word* result, void* arg) {
+  auto* p = static_cast<Unwinder::Process*>(arg);
+  const UserState* s = p->current;
+  if (s == nullptr || addr < s->stack_start || addr - s->stack_start + sizeof(Dwarf_Word) > s->stack.size()) {
+    return false;
+  }
+  std::memcpy(result, s->stack.data() + (addr - s->stack_start), sizeof(Dwarf_Word));
+  return true;
+}
+
+bool set_initial_registers(Dwfl_Thread* thread, void* arg) {
+  auto* p = static_cast<Unwinder::Process*>(arg);
+  const UserState* s = p->current;
+  if (s == nullptr || s->regs.size() < kPtRegsWords) return false;
+  Dwarf_Word regs[17];
+  for (int i = 0; i < 17; i++) regs[i] = s->regs[static_cast<size_t>(kDwarfFromPtRegs[i])];
+  dwfl_thread_state_register_pc(thread, s->regs[kIp]);
+  return dwfl_thread_state_registers(thread, 0, 17, regs);
+}
+
+const Dwfl_Thread_Callbacks kThreadCallbacks = {
+    .next_thread = next_thread,
+    .get_thread = get_thread,
+    .memory_read = memory_read,
+    .set_initial_registers = set_initial_registers,
+    .detach = nullptr,
+    .thread_detach = nullptr,
+};
+
+std::string clean_name(const char* raw) {
+  // A dynamic symbol's version ("memcpy@@GLIBC_2.14") is not part of its name.
+  std::string_view v(raw);
+  std::string name = probes::demangle(std::string(v.substr(0, v.find('@'))));
+  return clean_utf8(name);
+}
+
+// The function an inlined call's DIE is an instance of: its linkage name demangled, else its name.
+std::string die_name(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  const char* s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+  if (s == nullptr) s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+  if (s != nullptr) return clean_name(s);
+  s = dwarf_diename(die);
+  return s != nullptr ? clean_utf8(s) : std::string();
+}
+
+// The frames of one pc: the function holding it and, where DWARF says calls were inlined there,
+// each inlined function, outermost first.
+Frames name_pc(Dwfl* dwfl, uint64_t pc) {
+  Dwfl_Module* mod = dwfl_addrmodule(dwfl, pc);
+  if (mod == nullptr) return {"[unknown]"};
+  GElf_Off off = 0;
+  GElf_Sym sym;
+  const char* raw = dwfl_module_addrinfo(mod, pc, &off, &sym, nullptr, nullptr, nullptr);
+  Frames out;
+  if (raw != nullptr && *raw != '\0') {
+    out.push_back(clean_name(raw));
+  } else {
+    Dwarf_Addr low = 0;
+    const char* mname = dwfl_module_info(mod, nullptr, &low, nullptr, nullptr, nullptr, nullptr, nullptr);
+    std::string base = mname != nullptr ? mname : "?";
+    if (auto slash = base.rfind('/'); slash != std::string::npos) base = base.substr(slash + 1);
+    out.push_back(clean_utf8(fmt::format("[{}+{:#x}]", base, pc - low)));
+    return out;
+  }
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* cu = dwfl_module_addrdie(mod, pc, &bias);
+  if (cu == nullptr) return out;
+  Dwarf_Die* scopes = nullptr;
+  int n = dwarf_getscopes(cu, pc - bias, &scopes);
+  if (n > 0) {
+    std::vector<std::string> inlined;  // innermost first
+    for (int i = 0; i < n && i < kMaxInlineDepth; i++) {
+      if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
+      std::string name = die_name(&scopes[i]);
+      if (!name.empty()) inlined.push_back(name + " (inlined)");
+    }
+    for (auto it = inlined.rbegin(); it != inlined.rend(); ++it) out.push_back(*it);
+  }
+  std::free(scopes);
+  return out;
+}
+
+}  // namespace
+
+Unwinder::Unwinder() = default;
+Unwinder::~Unwinder() = default;
+
+// The process's mappings as read the first time (fresh: read again, a stack had a pc in none of
+// them: a library loaded since).
+Unwinder::Process* Unwinder::process(const Space& key, bool fresh) {
+  if (auto it = procs_.find(key); it != procs_.end()) {
+    if (!fresh) {
+      it->second->used = ++tick_;
+      return it->second.get();
+    }
+    procs_.erase(it);
+  }
+  if (procs_.size() >= kMaxProcesses) {  // the one used longest ago makes room
+    auto oldest = procs_.begin();
+    for (auto it = procs_.begin(); it != procs_.end(); ++it) {
+      if (it->second->used < oldest->second->used) oldest = it;
+    }
+    procs_.erase(oldest);
+  }
+  auto p = std::make_unique<Process>();
+  uint32_t tgid = key.tgid;
+  p->tgid = tgid;
+  p->read_at = mono_ns();
+  p->used = ++tick_;
+  processes_seen_++;
+  std::string dir = fmt::format("/proc/{}", tgid);
+  std::string maps;
+  FileReader reader;
+  if (auto text = reader.read(dir + "/maps"); text) maps = std::string(text->substr(0, kMaxMapsBytes));
+  // Each file once, opened through map_files by the range of its first mapping.
+  for_each_line(maps, [&](std::string_view line) {
+    std::string_view rest = line;
+    std::string_view range = next_field(rest);
+    for (int i = 0; i < 4; i++) next_field(rest);  // perms, offset, device, inode
+    std::string_view path = trim(rest);
+    if (path.empty() || path[0] != '/' || p->files.count(std::string(path))) return;
+    int fd = ::open((dir + "/map_files/" + std::string(range)).c_str(), O_RDONLY | O_CLOEXEC);
+    p->files.emplace(std::string(path), fd >= 0 ? std::make_shared<UniqueFd>(fd) : nullptr);
+  });
+  p->dwfl = dwfl_begin(&kCallbacks);
+  if (p->dwfl != nullptr && !maps.empty()) {
+    g_current = p.get();
+    dwfl_report_begin(p->dwfl);
+    if (FILE* f = ::fmemopen(maps.data(), maps.size(), "r"); f != nullptr) {
+      dwfl_linux_proc_maps_report(p->dwfl, f);
+      std::fclose(f);
+    }
+    dwfl_report_end(p->dwfl, nullptr, nullptr);
+    p->attached = dwfl_attach_state(p->dwfl, nullptr, static_cast<pid_t>(tgid), &kThreadCallbacks, p.get());
+    g_current = nullptr;
+  }
+  Process* raw = p.get();
+  procs_.emplace(key, std::move(p));
+  return raw;
+}
+
+namespace {
+uint64_t mono_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+struct Walk {
+  std::vector<uint64_t> pcs;
+  size_t max;
+};
+int on_frame(Dwfl_Frame* state, void* arg) {
+  auto* w = static_cast<Walk*>(arg);
+  Dwarf_Addr pc = 0;
+  bool activation = false;
+  if (!dwfl_frame_pc(state, &pc, &activation)) return DWARF_CB_ABORT;
+  if (pc == 0) return DWARF_CB_ABORT;
+  // A return address points past its call: the call is the instruction before it.
+  w->pcs.push_back(activation ? pc : pc - 1);
+  return w->pcs.size() >= w->max ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+}  // namespace
+
+Frames Unwinder::unwind(const Space& space, uint32_t tid, uint64_t time_ns, const UserState& state,
+                        size_t max_frames) {
+  if (state.regs.size() < kPtRegsWords) return {};
+  Process* p = process(space, false);
+  Walk w{{}, max_frames};
+  auto walk = [&] {
+    w.pcs.clear();
+    p->current = &state;
+    g_current = p;
+    if (p->attached) dwfl_getthread_frames(p->dwfl, static_cast<pid_t>(tid), on_frame, &w);
+    if (w.pcs.empty()) w.pcs.push_back(state.regs[kIp]);
+  };
+  walk();
+  // A pc in no file mapped when the mappings were read, before the sample: a library loaded
+  // since (a program's first moments, before the dynamic linker mapped its libraries; dlopen).
+  // Read again once, and walk again.
+  if (p->dwfl != nullptr && p->read_at < time_ns &&
+      std::any_of(w.pcs.begin(), w.pcs.end(), [&](uint64_t pc) { return dwfl_addrmodule(p->dwfl, pc) == nullptr; })) {
+    p = process(space, true);
+    walk();
+  }
+  unwound_++;
+  Frames out;
+  for (auto it = w.pcs.rbegin(); it != w.pcs.rend(); ++it) {
+    auto found = p->names.find(*it);
+    if (found == p->names.end()) {
+      Frames f = p->dwfl != nullptr ? name_pc(p->dwfl, *it) : Frames{"[unknown]"};
+      if (p->names.size() >= kMaxNamesPerProcess) p->names.clear();
+      found = p->names.emplace(*it, std::move(f)).first;
+    }
+    out.insert(out.end(), found->second.begin(), found->second.end());
+  }
+  p->current = nullptr;
+  g_current = nullptr;
+  return out;
+}
+
+}  // namespace pm::stacks
