@@ -5,6 +5,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,11 +62,41 @@ thread_local Unwinder::Process* g_current = nullptr;
 
 uint64_t mono_ns();
 
+// The vDSO: the kernel maps the same image into every process, so perf-monitor's own serves
+// (its CFI unwinds a sample taken in clock_gettime, say).
+constexpr const char* kVdso = "[vdso]";
+std::span<const char> own_vdso() {
+  static const std::span<const char> image = [] {
+    auto base = static_cast<uintptr_t>(::getauxval(AT_SYSINFO_EHDR));
+    if (base == 0) return std::span<const char>();
+    FileReader r;
+    auto maps = r.read("/proc/self/maps");
+    size_t size = 0;
+    if (maps) {
+      for_each_line(*maps, [&](std::string_view line) {
+        if (!line.ends_with(kVdso)) return;
+        std::string_view range = line.substr(0, line.find(' '));
+        uint64_t lo = std::strtoull(std::string(range.substr(0, range.find('-'))).c_str(), nullptr, 16);
+        uint64_t hi = std::strtoull(std::string(range.substr(range.find('-') + 1)).c_str(), nullptr, 16);
+        if (lo == base && hi > lo) size = hi - lo;
+      });
+    }
+    return std::span<const char>(reinterpret_cast<const char*>(base), size);
+  }();
+  return image;
+}
+
 // The module's ELF: the file perf-monitor opened when it read the mappings (a dup: libdwfl
-// closes what it is given). The vDSO and files it could not open are left unnamed.
+// closes what it is given), or the vDSO's image. Files it could not open are left unnamed.
 int find_elf(Dwfl_Module* /*mod*/, void** /*userdata*/, const char* name, Dwarf_Addr /*base*/, char** file_name,
-             Elf** /*elfp*/) {
+             Elf** elfp) {
   if (g_current == nullptr || name == nullptr) return -1;
+  if (std::string_view(name) == kVdso) {
+    std::span<const char> image = own_vdso();
+    if (image.empty()) return -1;
+    *elfp = elf_memory(const_cast<char*>(image.data()), image.size());
+    return -1;
+  }
   auto it = g_current->files.find(name);
   if (it == g_current->files.end() || !it->second || !*it->second) return -1;
   int fd = ::fcntl(it->second->get(), F_DUPFD_CLOEXEC, 0);
@@ -222,6 +253,13 @@ Unwinder::Process* Unwinder::process(const Space& key, bool fresh) {
       dwfl_linux_proc_maps_report(p->dwfl, f);
       std::fclose(f);
     }
+    for_each_line(maps, [&](std::string_view line) {
+      if (!line.ends_with(kVdso)) return;
+      std::string_view range = line.substr(0, line.find(' '));
+      uint64_t lo = std::strtoull(std::string(range.substr(0, range.find('-'))).c_str(), nullptr, 16);
+      uint64_t hi = std::strtoull(std::string(range.substr(range.find('-') + 1)).c_str(), nullptr, 16);
+      if (hi > lo && hi - lo == own_vdso().size()) dwfl_report_module(p->dwfl, kVdso, lo, hi);
+    });
     dwfl_report_end(p->dwfl, nullptr, nullptr);
     p->attached = dwfl_attach_state(p->dwfl, nullptr, static_cast<pid_t>(tgid), &kThreadCallbacks, p.get());
     g_current = nullptr;
