@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -360,6 +361,59 @@ std::string find_tool(const std::string& name, const std::string& package, const
     }
   }
   return "";
+}
+
+RustBuild build_rust(const std::string& source, const std::string& crate) {
+  RustBuild r;
+  // One builds, the others wait: two building at once each renamed its own over the other's, and
+  // a test whose probes were attached to the file it renamed ran the other's.
+  int lock = ::open((scratch_dir() + "/" + crate + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock >= 0) ::flock(lock, LOCK_EX);
+  r.rustc = find_tool("rustc", "rustc", "/root/.cargo/bin/rustc");
+  if (r.rustc.empty()) {
+    r.error = "no rustc, and apt-get install rustc failed";
+  } else {
+    std::string key = slurp(source) + first_line(r.rustc + " --version");
+    std::string kept = scratch_dir() + "/" + crate + "-" + std::to_string(std::hash<std::string>{}(key));
+    r.legacy = kept + "-legacy";
+    r.v0 = kept + "-v0";
+    if (::access(r.legacy.c_str(), X_OK) != 0 || ::access(r.v0.c_str(), X_OK) != 0) {
+      // Both at once, then renamed: a test process running beside this one sees whole files.
+      // v0 is stable since Rust 1.59 (older compilers know it as -Z).
+      std::string base = temp_base() + crate, legacy = base + "-legacy", v0 = base + "-v0";
+      std::string common = r.rustc + " --edition 2021 -O --crate-name " + crate + " " + source + " -o ";
+      std::string cmd = "(" + common + legacy + ") & (" + common + v0 +
+                        " -C symbol-mangling-version=v0 || RUSTC_BOOTSTRAP=1 " + common + v0 +
+                        " -Z symbol-mangling-version=v0); s=$?; wait $! && exit $s";
+      if (run_shell(cmd) != 0) {
+        r.error = "rustc failed: " + cmd;
+      } else if (std::rename(legacy.c_str(), r.legacy.c_str()) != 0 || std::rename(v0.c_str(), r.v0.c_str()) != 0) {
+        r.error = "cannot keep the binaries as " + kept + "-*";
+      }
+    }
+  }
+  if (lock >= 0) ::close(lock);
+  return r;
+}
+
+std::string npm_modules(const std::string& package, const std::string& dir, const std::string& check, std::string& why) {
+  std::string base = scratch_dir() + "/" + dir;
+  int lock = ::open((base + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock >= 0) ::flock(lock, LOCK_EX);
+  std::string node = find_tool("node", "nodejs", ""), npm = find_tool("npm", "npm", "");
+  std::string modules = base + "/node_modules", found;
+  if (node.empty() || npm.empty()) {
+    why = "no node or npm, and apt-get install nodejs npm failed";
+  } else if (::access((modules + "/" + check).c_str(), R_OK) == 0 ||
+             (run_shell("mkdir -p " + base + " && cd " + base + " && " + npm +
+                        " install --silent --no-audit --no-fund --no-save " + package + " > /dev/null 2>&1") == 0 &&
+              ::access((modules + "/" + check).c_str(), R_OK) == 0)) {
+    found = modules;
+  } else {
+    why = "npm could not install " + package + " (the npm registry is not reachable?)";
+  }
+  if (lock >= 0) ::close(lock);
+  return found;
 }
 
 }  // namespace pm::test

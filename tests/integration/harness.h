@@ -140,6 +140,19 @@ std::string first_file(const std::string& pattern);
 // that failed.
 std::string find_tool(const std::string& name, const std::string& package, const std::string& also = "");
 
+// A Rust program built once per mangling (legacy and v0) by rustc -O into the scratch
+// directory, and kept there while its source and the compiler stay the same. Test processes run
+// side by side (ctest -j): one builds, the others wait for it and use its files.
+struct RustBuild {
+  std::string rustc, legacy, v0, error;  // error: why not (rustc missing and not installable, …)
+};
+RustBuild build_rust(const std::string& source, const std::string& crate);
+
+// An npm package (NAME@VERSION) installed once into the scratch directory, under `dir`: its
+// node_modules, or "" and why (no node, no registry). `check` is a file of the package (relative
+// to node_modules) that proves the install whole.
+std::string npm_modules(const std::string& package, const std::string& dir, const std::string& check, std::string& why);
+
 inline std::string binary() { return PM_BINARY; }
 inline std::string workload() { return PM_WORKLOAD; }
 // A directory on a real disk (not tmpfs), so writes reach storage and count as write_bytes.

@@ -26,27 +26,9 @@ constexpr const char* kTransformer = "@opentelemetry/otlp-transformer@0.52.1";  
 
 // The npm package, installed once into the scratch directory; its node_modules, or "" and why.
 std::string transformer(std::string& why) {
-  static std::string dir, error;
-  static bool once = false;
-  if (!once) {
-    once = true;
-    std::string base = scratch_dir() + "/otlp-transformer";
-    int lock = ::open((scratch_dir() + "/otlp-transformer.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lock >= 0) ::flock(lock, LOCK_EX);
-    std::string node = find_tool("node", "nodejs", ""), npm = find_tool("npm", "npm", "");
-    std::string modules = base + "/node_modules";
-    if (node.empty() || npm.empty()) {
-      error = "no node or npm, and apt-get install nodejs npm failed";
-    } else if (::access((modules + "/@opentelemetry/otlp-transformer/build/src/generated/root.js").c_str(), R_OK) == 0 ||
-               (run_shell("mkdir -p " + base + " && cd " + base + " && " + npm +
-                          " install --silent --no-audit --no-fund --no-save " + kTransformer + " > /dev/null 2>&1") == 0 &&
-                ::access((modules + "/@opentelemetry/otlp-transformer/build/src/generated/root.js").c_str(), R_OK) == 0)) {
-      dir = modules;
-    } else {
-      error = std::string("npm could not install ") + kTransformer + " (the npm registry is not reachable?)";
-    }
-    if (lock >= 0) ::close(lock);
-  }
+  static std::string error;
+  static const std::string dir = npm_modules(
+      kTransformer, "otlp-transformer", "@opentelemetry/otlp-transformer/build/src/generated/root.js", error);
   why = error;
   return dir;
 }

@@ -28,42 +28,8 @@ namespace {
 const std::string kClones = PM_CLONES;
 
 // hcrust built once per mangling (a second of rustc each), in the scratch directory.
-struct RustBuild {
-  std::string rustc, legacy, v0, error;
-};
-
 const RustBuild& rust_build() {
-  static const RustBuild b = [] {
-    RustBuild r;
-    // Test processes run side by side (ctest -j): one builds, the others wait for it and use
-    // its files. Two building at once each renamed its own over the other's, and a test whose
-    // probes were attached to the file it renamed ran the other's (its probes never fired).
-    UniqueFd lock(::open((scratch_dir() + "/hcrust.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    if (lock) ::flock(lock.get(), LOCK_EX);
-    r.rustc = find_tool("rustc", "rustc", "/root/.cargo/bin/rustc");
-    if (r.rustc.empty()) {
-      r.error = "no rustc, and apt-get install rustc failed";
-      return r;
-    }
-    std::string key = slurp(PM_HCRUST_SOURCE) + first_line(r.rustc + " --version");
-    std::string kept = scratch_dir() + "/hcrust-" + std::to_string(std::hash<std::string>{}(key));
-    r.legacy = kept + "-legacy";
-    r.v0 = kept + "-v0";
-    if (::access(r.legacy.c_str(), X_OK) == 0 && ::access(r.v0.c_str(), X_OK) == 0) return r;
-    // Both at once, then renamed: a test process running beside this one sees whole files.
-    // v0 is stable since Rust 1.59 (older compilers know it as -Z).
-    std::string base = temp_base() + "hcrust", legacy = base + "-legacy", v0 = base + "-v0";
-    std::string common = r.rustc + " --edition 2021 -O --crate-name hcrust " + PM_HCRUST_SOURCE + " -o ";
-    std::string cmd = "(" + common + legacy + ") & (" + common + v0 +
-                      " -C symbol-mangling-version=v0 || RUSTC_BOOTSTRAP=1 " + common + v0 +
-                      " -Z symbol-mangling-version=v0); s=$?; wait $! && exit $s";
-    if (run_shell(cmd) != 0) {
-      r.error = "rustc failed: " + cmd;
-    } else if (std::rename(legacy.c_str(), r.legacy.c_str()) != 0 || std::rename(v0.c_str(), r.v0.c_str()) != 0) {
-      r.error = "cannot keep the binaries as " + kept + "-*";
-    }
-    return r;
-  }();
+  static const RustBuild b = build_rust(PM_HCRUST_SOURCE, "hcrust");
   return b;
 }
 
