@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 #include <cstring>
 #include <map>
 #include <span>
@@ -17,6 +18,7 @@
 #include "core/fd.h"
 #include "core/file_reader.h"
 #include "core/outside_text.h"
+#include "core/text_layout.h"
 #include "sources/kernel/skeleton.h"
 #include "sources/stacks/kernel_symbols.h"
 #include "sources/stacks/unwinder.h"
@@ -30,10 +32,23 @@ namespace pm {
 namespace {
 
 using K = MetricKind;
-const MetricDesc kSamples{"stacks", "samples", K::kCounter, Unit::kNone,
-                          "On-CPU samples of the target (each stands for 1/rate s of CPU)"};
-const MetricDesc kLost{"stacks", "lost", K::kCounter, Unit::kNone,
-                       "Stack records the ring buffer had no room for, and off-CPU stretches that found no place"};
+void stacks_text(TextBlock& b);
+const MetricDesc kSamples = shown_by(stacks_text, {"stacks", "samples", K::kCounter, Unit::kNone,
+                                                   "On-CPU samples of the target (each stands for 1/rate s of CPU)"});
+const MetricDesc kLost =
+    shown_by(stacks_text, {"stacks", "lost", K::kCounter, Unit::kNone,
+                           "Stack records the ring buffer had no room for, and off-CPU stretches that found no place"});
+
+// stacks   99 samples (99.0/s)  lost 0
+// (the summary lists the top stacks instead: text_sink)
+void stacks_text(TextBlock& b) {
+  const Shown* samples = b.take(kSamples);
+  const Shown* lost = b.take(kLost);
+  if (b.summary() || samples == nullptr) return;
+  std::string s = "on-CPU samples " + counted(b, *samples);
+  if (lost != nullptr && lost->value > 0) s += "  lost " + counted(b, *lost);
+  b.line(text_order::kProbe + 90, "stacks", s);
+}
 
 constexpr size_t kPtRegsSp = 19;
 
