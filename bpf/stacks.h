@@ -22,7 +22,7 @@
 #define PM_STACK_CHUNKS 8
 #define PM_STACK_BYTES (PM_STACK_CHUNK * PM_STACK_CHUNKS) /* user stack copied per record */
 #define PM_STACK_REGS 40            /* room for the user pt_regs (x86-64: 21 words; arm64: 34) */
-#define PM_MAX_KSTACKS 16384        /* distinct kernel stacks */
+#define PM_MAX_KSTACKS 8192         /* distinct kernel stacks (preallocated: 8 MiB) */
 #define PM_MAX_OFF_SLOTS 32768      /* off-CPU slots (thread, place) */
 
 enum pm_stack_kind { PM_STACK_ON_CPU = 1, PM_STACK_OFF_CPU = 2 };

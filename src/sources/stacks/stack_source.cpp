@@ -66,13 +66,21 @@ std::string join(const std::vector<std::string>& frames) {
 struct Table {
   std::unordered_map<std::string, size_t> index;
   std::vector<StackProfile::Entry> entries;
-  StackProfile::Entry& at(std::vector<std::string> frames) {
+  size_t index_of(std::vector<std::string> frames) {
     std::string key = join(frames);
     auto [it, fresh] = index.emplace(std::move(key), entries.size());
     if (fresh) entries.push_back({std::move(frames), 0, 0});
-    return entries[it->second];
+    return it->second;
   }
+  StackProfile::Entry& at(std::vector<std::string> frames) { return entries[index_of(std::move(frames))]; }
 };
+
+constexpr size_t kMaxRawStacks = 200000;  // on-CPU stacks known by their pcs (then forgotten, and named again)
+
+template <typename T>
+void put(std::string& s, const T& v) {
+  s.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
 
 struct KeyLess {
   bool operator()(const pm_off_key& a, const pm_off_key& b) const { return std::memcmp(&a, &b, sizeof a) < 0; }
@@ -90,6 +98,9 @@ struct StackSource::Impl {
   stacks::KernelSymbols ksyms;
   std::unordered_map<int32_t, std::vector<std::string>> kernel_stacks;  // by stack id, outermost first
   Table on_cpu;
+  // An on-CPU stack by what was sampled (the address space, thread name, kernel stack and user
+  // pcs): a stack sampled again is counted without naming its frames again.
+  std::unordered_map<std::string, size_t> on_cpu_raw;
   std::map<pm_off_key, std::vector<std::string>, KeyLess> places;  // off-CPU place -> its frames
   std::shared_ptr<StackProfile> profile = std::make_shared<StackProfile>();
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
@@ -132,20 +143,43 @@ struct StackSource::Impl {
     return kernel_stacks.emplace(id, std::move(frames)).first->second;
   }
 
-  std::vector<std::string> frames_of(const pm_stack_record& r) {
+  std::vector<uint64_t> pcs_of(const pm_stack_record& r) {
+    if (r.user == 0) return {};
+    stacks::UserState st;
+    st.regs = std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(r.regs), PM_STACK_REGS);
+    st.stack_start = reinterpret_cast<const uint64_t*>(r.regs)[kPtRegsSp];
+    st.stack = std::span<const uint8_t>(r.stack, std::min<size_t>(r.stack_len, sizeof r.stack));
+    return unwinder.walk({r.tgid, r.mm, r.exec_id}, r.pid, r.time_ns, st);
+  }
+
+  std::vector<std::string> frames_of(const pm_stack_record& r, const std::vector<uint64_t>& pcs) {
     std::vector<std::string> out;
     out.push_back(clean_utf8(std::string_view(r.comm, strnlen(r.comm, sizeof r.comm))));
-    if (r.user != 0) {
-      stacks::UserState st;
-      st.regs = std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(r.regs), PM_STACK_REGS);
-      st.stack_start = reinterpret_cast<const uint64_t*>(r.regs)[kPtRegsSp];
-      st.stack = std::span<const uint8_t>(r.stack, std::min<size_t>(r.stack_len, sizeof r.stack));
-      stacks::Frames user = unwinder.unwind({r.tgid, r.mm, r.exec_id}, r.pid, r.time_ns, st);
-      out.insert(out.end(), user.begin(), user.end());
-    }
+    stacks::Frames user = unwinder.name({r.tgid, r.mm, r.exec_id}, pcs);
+    out.insert(out.end(), user.begin(), user.end());
     const auto& k = kernel_frames(r.kstack);
     out.insert(out.end(), k.begin(), k.end());
     return out;
+  }
+
+  void take_on_cpu(const pm_stack_record& r) {
+    std::vector<uint64_t> pcs = pcs_of(r);
+    std::string raw;
+    raw.reserve(48 + pcs.size() * sizeof(uint64_t));
+    put(raw, r.tgid);
+    put(raw, r.mm);
+    put(raw, r.exec_id);
+    put(raw, r.kstack);
+    raw.append(r.comm, sizeof r.comm);
+    for (uint64_t pc : pcs) put(raw, pc);
+    auto it = on_cpu_raw.find(raw);
+    if (it == on_cpu_raw.end()) {
+      if (on_cpu_raw.size() >= kMaxRawStacks) on_cpu_raw.clear();
+      it = on_cpu_raw.emplace(std::move(raw), on_cpu.index_of(frames_of(r, pcs))).first;
+    }
+    StackProfile::Entry& e = on_cpu.entries[it->second];
+    e.value++;
+    e.count++;
   }
 
   static int on_record(void* ctx, void* data, size_t size) {
@@ -153,11 +187,9 @@ struct StackSource::Impl {
     if (size < sizeof(pm_stack_record)) return 0;
     const auto& r = *static_cast<const pm_stack_record*>(data);
     if (r.kind == PM_STACK_ON_CPU) {
-      StackProfile::Entry& e = self->on_cpu.at(self->frames_of(r));
-      e.value++;
-      e.count++;
+      self->take_on_cpu(r);
     } else if (r.kind == PM_STACK_OFF_CPU) {
-      self->places[r.key] = self->frames_of(r);
+      self->places[r.key] = self->frames_of(r, self->pcs_of(r));
     }
     return 0;
   }
@@ -211,6 +243,7 @@ Result<std::unique_ptr<StackSource>> StackSource::create(const Config::Stacks& c
   bool off = config.off_cpu;
   auto loaded = load_skeleton<stacks_bpf>("stacks", target, /*btf_only=*/true, [off](stacks_bpf* s) {
     bpf_program__set_autoload(s->progs.off_switch, off);
+    if (!off) bpf_map__set_max_entries(s->maps.off_slots, 1);  // its preallocated room unused
   });
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
@@ -245,6 +278,7 @@ int StackSource::wake_fd() const { return ring_buffer__epoll_fd(impl_->ring.get(
 void StackSource::on_wake() { ring_buffer__consume(impl_->ring.get()); }
 
 void StackSource::collect(Samples& out) {
+  ring_buffer__consume(impl_->ring.get());  // what did not wake it (see bpf/stacks.bpf.c)
   pm_stack_counters c = impl_->counters();
   out.push_back({&kSamples, {}, static_cast<double>(c.samples)});
   out.push_back({&kLost, {}, static_cast<double>(c.records_lost + c.off_slots_full)});

@@ -291,30 +291,39 @@ int on_frame(Dwfl_Frame* state, void* arg) {
 }
 }  // namespace
 
-Frames Unwinder::unwind(const Space& space, uint32_t tid, uint64_t time_ns, const UserState& state,
-                        size_t max_frames) {
+std::vector<uint64_t> Unwinder::walk(const Space& space, uint32_t tid, uint64_t time_ns, const UserState& state,
+                                     size_t max_frames) {
   if (state.regs.size() < kPtRegsWords) return {};
   Process* p = process(space, false);
   Walk w{{}, max_frames};
-  auto walk = [&] {
+  auto run = [&] {
     w.pcs.clear();
     p->current = &state;
     g_current = p;
     if (p->attached) dwfl_getthread_frames(p->dwfl, static_cast<pid_t>(tid), on_frame, &w);
     if (w.pcs.empty()) w.pcs.push_back(state.regs[kIp]);
+    p->current = nullptr;
+    g_current = nullptr;
   };
-  walk();
+  run();
   // A pc in no file mapped when the mappings were read, before the sample: a library loaded
   // since (a program's first moments, before the dynamic linker mapped its libraries; dlopen).
   // Read again once, and walk again.
   if (p->dwfl != nullptr && p->read_at < time_ns &&
       std::any_of(w.pcs.begin(), w.pcs.end(), [&](uint64_t pc) { return dwfl_addrmodule(p->dwfl, pc) == nullptr; })) {
     p = process(space, true);
-    walk();
+    run();
   }
   unwound_++;
+  return std::move(w.pcs);
+}
+
+Frames Unwinder::name(const Space& space, const std::vector<uint64_t>& pcs) {
+  if (pcs.empty()) return {};
+  Process* p = process(space, false);
+  g_current = p;
   Frames out;
-  for (auto it = w.pcs.rbegin(); it != w.pcs.rend(); ++it) {
+  for (auto it = pcs.rbegin(); it != pcs.rend(); ++it) {
     auto found = p->names.find(*it);
     if (found == p->names.end()) {
       Frames f = p->dwfl != nullptr ? name_pc(p->dwfl, *it) : Frames{"[unknown]"};
@@ -323,7 +332,6 @@ Frames Unwinder::unwind(const Space& space, uint32_t tid, uint64_t time_ns, cons
     }
     out.insert(out.end(), found->second.begin(), found->second.end());
   }
-  p->current = nullptr;
   g_current = nullptr;
   return out;
 }
