@@ -34,6 +34,14 @@ struct {
   __uint(max_entries, 8 << 20);
 } records SEC(".maps");
 
+// Stretches off the CPU this long or longer go to user space one by one (0: none), read on its
+// tick and when a span comes (never a wakeup of their own).
+const volatile __u64 stretch_min_ns = 0;
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 2 << 20);
+} stretches SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, PM_MAX_OFF_SLOTS);
@@ -48,9 +56,11 @@ struct {
   __type(value, struct pm_stack_counters);
 } counters SEC(".maps");
 
-// The address spaces whose first record has woken user space: it reads a process's mappings when
-// that record comes, so the first of each wakes it at once (the process may not live long);
-// the rest wait until the ring buffer is a quarter full, or user space's tick.
+// The address spaces seen, with their on-CPU records so far (an off-CPU record, a place's first,
+// always wakes user space). User space reads a process's mappings when its first record comes, and again when a later one has a pc in none of them (the dynamic
+// linker maps the libraries after exec; dlopen): so the 1st, 2nd, 4th, 8th... record of each
+// wakes it at once (the process may not live long), and the rest wait until the ring buffer is a
+// quarter full, or user space's tick.
 struct pm_space_key {
   __u32 tgid;
   __u32 pad;
@@ -61,7 +71,7 @@ struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 4096);
   __type(key, struct pm_space_key);
-  __type(value, __u8);
+  __type(value, __u32);
 } spaces SEC(".maps");
 #define PM_WAKE_BYTES (2 << 20)
 
@@ -70,11 +80,14 @@ static __always_inline __u64 wake_flags(struct task_struct *t) {
   k.tgid = t->tgid;
   k.mm = (__u64)t->mm;
   k.exec_id = t->self_exec_id;
-  if (!bpf_map_lookup_elem(&spaces, &k)) {
-    __u8 one = 1;
+  __u32 *n = bpf_map_lookup_elem(&spaces, &k);
+  if (!n) {
+    __u32 one = 1;
     bpf_map_update_elem(&spaces, &k, &one, BPF_ANY);
     return BPF_RB_FORCE_WAKEUP;
   }
+  __u32 seen = __sync_fetch_and_add(n, 1) + 1;
+  if ((seen & (seen - 1)) == 0) return BPF_RB_FORCE_WAKEUP;
   return bpf_ringbuf_query(&records, BPF_RB_AVAIL_DATA) >= PM_WAKE_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
@@ -233,7 +246,7 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
             fill(r, PM_STACK_OFF_CPU, prev, key.kstack);
             r->key = key;
             copy_user(r, prev);
-            bpf_ringbuf_submit(r, wake_flags(prev));
+            bpf_ringbuf_submit(r, 0);  // a place's first time (rare): user space reads it now
           } else {
             bpf_map_delete_elem(&off_slots, &key);  // its place is sent the next time
           }
@@ -246,11 +259,20 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
   struct pm_off_state *s = bpf_task_storage_get(&off_state, next, 0, 0);
   if (s && s->out_ns != 0) {
     __u64 off = now - s->out_ns;
-    s->out_ns = 0;
     struct pm_off_value *v = bpf_map_lookup_elem(&off_slots, &s->key);
     if (v) {
       __sync_fetch_and_add(&v->ns, off);
       __sync_fetch_and_add(&v->switches, 1);
+      if (stretch_min_ns != 0 && off >= stretch_min_ns) {
+        struct pm_stretch e = {};
+        e.out_ns = s->out_ns;
+        e.in_ns = now;
+        e.key = s->key;
+        if (bpf_ringbuf_output(&stretches, &e, sizeof(e), BPF_RB_NO_WAKEUP) != 0) {
+          struct pm_stack_counters *c = counts();
+          if (c) c->stretches_lost++;
+        }
+      }
     } else {
       struct pm_stack_counters *c = counts();
       if (c) {
@@ -258,6 +280,7 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
         c->off_lost_ns += off;
       }
     }
+    s->out_ns = 0;
   }
   return 0;
 }

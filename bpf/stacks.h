@@ -59,6 +59,14 @@ struct pm_stack_record {
   __u8 stack[PM_STACK_BYTES];
 };
 
+/* A stretch off the CPU of at least stretch_min_ns (ring buffer "stretches"): user space joins
+ * them with the spans of probed calls, to say where a slow request blocked. */
+struct pm_stretch {
+  __u64 out_ns;
+  __u64 in_ns;
+  struct pm_off_key key;  /* its place (key.pid: the thread) */
+};
+
 /* What the programs count, one slot per CPU. */
 struct pm_stack_counters {
   __u64 samples;        /* on-CPU samples of the target */
@@ -67,6 +75,7 @@ struct pm_stack_counters {
   __u64 off_lost_ns;    /* and their time */
   __u64 kstack_lost;    /* kernel stacks the stack map could not hold */
   __u64 stack_copy_short; /* user stacks copied short of PM_STACK_BYTES (the top of the stack) */
+  __u64 stretches_lost;   /* stretches the ring buffer had no room for */
 };
 
 #endif

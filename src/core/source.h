@@ -54,6 +54,10 @@ class Source {
   virtual void on_wake() {}
   // Sources that produce spans (finished calls) hand them to this as they come.
   virtual void on_span(std::function<void(const Span&)> /*handler*/) {}
+  // Sources that follow the spans the others produce (stacks: where a request blocked) see each
+  // as it is handed on.
+  [[nodiscard]] virtual bool sees_spans() const { return false; }
+  virtual void see_span(const Span& /*span*/) {}
   // Once, before the last reading: stop producing, hand on what is left.
   virtual void finish() {}
   virtual void report(EndReport& /*r*/) const {}

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 
@@ -35,6 +36,11 @@ struct Span {
   // whose span ID (16) is its parent. Empty for the other spans. It also fills threads and the
   // blocked split.
   std::string trace_id, parent_span_id;
+  // --stacks=off: the place (its stack, frames outermost first as in StackProfile) where this
+  // span's thread spent most of its time off the CPU during it, and how long; filled for the
+  // slowest requests of the summary. Empty when not known.
+  std::vector<std::string> blocked_stack;
+  double blocked_stack_seconds = 0;
 };
 
 }  // namespace pm

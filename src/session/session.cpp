@@ -200,7 +200,11 @@ class Session {
           continue;
         }
       }
-      s->on_span([this](const Span& sp) { sink_->span(sp); });
+      s->on_span([this](const Span& sp) {
+        for (Source* o : span_observers_) o->see_span(sp);
+        sink_->span(sp);
+      });
+      if (s->sees_spans()) span_observers_.push_back(s);
       by_rhythm_[static_cast<size_t>(e.rhythm)].push_back(s);
       running_.emplace_back(e.name);
       sources_.push_back(std::move(*src));
@@ -444,6 +448,7 @@ class Session {
   std::optional<Output> out_;
   std::unique_ptr<Sink> sink_;
   std::vector<std::tuple<StackKind, std::string, OutputFile>> stack_files_;  // --stacks-out, --off-stacks-out
+  std::vector<Source*> span_observers_;  // sources_' that see every span (Source::sees_spans)
   PrometheusSink* prom_ = nullptr;  // one of sink_'s, when --prometheus is given
   RemoteWriteSink* remote_ = nullptr;  // one of sink_'s, when --remote-write is given
   OtlpSink* otlp_ = nullptr;           // one of sink_'s, when --otlp (or OTEL_EXPORTER_OTLP_*) is given

@@ -77,6 +77,9 @@ Json span_json(const Span& sp) {
     j["blocked_lock_s"] = ns_exact(sp.blocked_lock_seconds);
     j["blocked_other_s"] = ns_exact(sp.blocked_other_seconds);
   }
+  if (!sp.blocked_stack.empty()) {
+    j["blocked_stack"] = {{"frames", sp.blocked_stack}, {"seconds", number(sp.blocked_stack_seconds)}};
+  }
   return j;
 }
 

@@ -57,10 +57,35 @@ void lay_out(TextBlock& b) {
   for (TextLayout layout : b.layouts()) layout(b);
 }
 
+// A stack in one line, the way a person reads it: its innermost frames of the program first
+// (leaf <- caller <- ...), then where in the kernel it was (the system call, say).
+std::string stack_line(const std::vector<std::string>& frames) {
+  std::vector<std::string_view> user, kernel;
+  for (size_t i = 1; i < frames.size(); i++) {  // frames[0]: the thread's name
+    std::string_view f = frames[i];
+    if (f.ends_with("_[k]")) {
+      f.remove_suffix(4);
+      if (!f.starts_with("entry_SYSCALL") && !f.starts_with("do_syscall") && !f.starts_with("asm_")) kernel.push_back(f);
+    } else {
+      user.push_back(f);
+    }
+  }
+  std::string s;
+  constexpr size_t kShown = 5;
+  for (size_t n = 0; n < user.size() && n < kShown; n++) s += (n == 0 ? "" : " <- ") + std::string(user[user.size() - 1 - n]);
+  if (user.size() > kShown) s += " <- ...";
+  if (!kernel.empty()) s += (s.empty() ? "in the kernel: " : "; in the kernel: ") + std::string(kernel.front());
+  return fmt::format("{} [{}]", s.empty() ? "[no frames]" : s, frames.empty() ? "?" : frames[0]);
+}
+
 // The slowest requests of probed functions, from the run's information (not metrics).
 std::string slowest_requests(const RunInfo& info) {
   std::string s;
   for (const Span& r : info.slowest_requests) {
+    // --stacks=off: where it was off the CPU longest, on the line after its own.
+    std::string where = r.blocked_stack.empty() ? std::string()
+                                                : fmt::format("    off the CPU longest ({}) in: {}\n",
+                                                              human_time(r.blocked_stack_seconds), stack_line(r.blocked_stack));
     std::string why;  // thread context: what the blocked time waited on
     for (auto [v, what] : {std::pair{r.blocked_io_seconds, "I/O"}, std::pair{r.blocked_sleep_seconds, "sleep"},
                            std::pair{r.blocked_lock_seconds, "lock"}, std::pair{r.blocked_other_seconds, "other"}}) {
@@ -95,29 +120,9 @@ std::string slowest_requests(const RunInfo& info) {
         human_time(r.runq_seconds), human_bytes(static_cast<double>(r.bio_write_bytes)),
         human_bytes(static_cast<double>(r.bio_read_bytes)), r.voluntary_switches + r.involuntary_switches,
         r.page_faults, printable(r.function), r.pid, r.tid);
+    s += where;
   }
   return s;
-}
-
-// A stack in one line, the way a person reads it: its innermost frames of the program first
-// (leaf <- caller <- ...), then where in the kernel it was (the system call, say).
-std::string stack_line(const std::vector<std::string>& frames) {
-  std::vector<std::string_view> user, kernel;
-  for (size_t i = 1; i < frames.size(); i++) {  // frames[0]: the thread's name
-    std::string_view f = frames[i];
-    if (f.ends_with("_[k]")) {
-      f.remove_suffix(4);
-      if (!f.starts_with("entry_SYSCALL") && !f.starts_with("do_syscall") && !f.starts_with("asm_")) kernel.push_back(f);
-    } else {
-      user.push_back(f);
-    }
-  }
-  std::string s;
-  constexpr size_t kShown = 5;
-  for (size_t n = 0; n < user.size() && n < kShown; n++) s += (n == 0 ? "" : " <- ") + std::string(user[user.size() - 1 - n]);
-  if (user.size() > kShown) s += " <- ...";
-  if (!kernel.empty()) s += (s.empty() ? "in the kernel: " : "; in the kernel: ") + std::string(kernel.front());
-  return fmt::format("{} [{}]", s.empty() ? "[no frames]" : s, frames.empty() ? "?" : frames[0]);
 }
 
 // The top stacks (--stacks): where the target ran, and where it waited.

@@ -9,12 +9,15 @@
 #include <chrono>
 #include <string_view>
 #include <cstring>
+#include <ctime>
+#include <deque>
 #include <map>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/fd.h"
 #include "core/file_reader.h"
 #include "core/outside_text.h"
@@ -75,7 +78,14 @@ struct Table {
   StackProfile::Entry& at(std::vector<std::string> frames) { return entries[index_of(std::move(frames))]; }
 };
 
-constexpr size_t kMaxRawStacks = 200000;  // on-CPU stacks known by their pcs (then forgotten, and named again)
+constexpr size_t kMaxRawStacks = 200000;
+// Where a request blocked: stretches off the CPU of 100 us or more, kept per thread (the last
+// kStretchesPerThread of each of at most kStretchThreads threads), joined with each span as it
+// comes; the kSlowSpans slowest spans of each function keep the place they blocked at most.
+constexpr uint64_t kStretchMinNs = 100000;
+constexpr size_t kStretchesPerThread = 1024;
+constexpr size_t kStretchThreads = 8192;
+constexpr size_t kSlowSpans = 16;  // on-CPU stacks known by their pcs (then forgotten, and named again)
 
 template <typename T>
 void put(std::string& s, const T& v) {
@@ -102,6 +112,17 @@ struct StackSource::Impl {
   // pcs): a stack sampled again is counted without naming its frames again.
   std::unordered_map<std::string, size_t> on_cpu_raw;
   std::map<pm_off_key, std::vector<std::string>, KeyLess> places;  // off-CPU place -> its frames
+  std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> stretch_ring{nullptr, ring_buffer__free};
+  std::unordered_map<uint32_t, std::deque<pm_stretch>> stretches;  // by thread, oldest first
+  struct Blocked {
+    int pid = 0, tid = 0;
+    WallClock::time_point start;
+    double seconds = 0;
+    pm_off_key place{};
+    double place_seconds = 0;
+  };
+  std::map<std::string, std::vector<Blocked>> slow;  // by function, slowest first
+  WallClock::time_point wall_at_mono_zero;
   std::shared_ptr<StackProfile> profile = std::make_shared<StackProfile>();
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   bool finished = false;
@@ -182,6 +203,50 @@ struct StackSource::Impl {
     e.count++;
   }
 
+  static int on_stretch(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<Impl*>(ctx);
+    if (size < sizeof(pm_stretch)) return 0;
+    const auto& e = *static_cast<const pm_stretch*>(data);
+    auto& list = self->stretches[e.key.pid];
+    if (self->stretches.size() > kStretchThreads) {  // threads long gone make room
+      self->stretches.clear();
+      return 0;
+    }
+    list.push_back(e);
+    if (list.size() > kStretchesPerThread) list.pop_front();
+    return 0;
+  }
+
+  // The place where the span's thread was off the CPU longest during it.
+  void see(const Span& sp) {
+    if (sp.tid <= 0 || sp.polls > 0 || !sp.trace_id.empty()) return;  // one thread's spans only
+    auto& list = slow[sp.function];
+    if (list.size() >= kSlowSpans && list.back().seconds >= sp.seconds) return;
+    ring_buffer__consume(stretch_ring.get());  // what the kernel sent up to the span's end
+    auto mono = [&](WallClock::time_point t) {
+      return static_cast<uint64_t>(std::max<int64_t>(
+          0, std::chrono::duration_cast<std::chrono::nanoseconds>(t - wall_at_mono_zero).count()));
+    };
+    uint64_t from = mono(sp.start), to = from + static_cast<uint64_t>(sp.seconds * 1e9);
+    std::map<pm_off_key, uint64_t, KeyLess> by_place;
+    if (auto it = stretches.find(static_cast<uint32_t>(sp.tid)); it != stretches.end()) {
+      for (const pm_stretch& e : it->second) {
+        uint64_t lo = std::max<uint64_t>(e.out_ns, from), hi = std::min<uint64_t>(e.in_ns, to);
+        if (hi > lo) by_place[e.key] += hi - lo;
+      }
+    }
+    Blocked b{sp.pid, sp.tid, sp.start, sp.seconds, {}, 0};
+    for (const auto& [key, ns] : by_place) {
+      if (static_cast<double>(ns) * 1e-9 > b.place_seconds) {
+        b.place = key;
+        b.place_seconds = static_cast<double>(ns) * 1e-9;
+      }
+    }
+    auto at = std::find_if(list.begin(), list.end(), [&](const Blocked& o) { return o.seconds < sp.seconds; });
+    list.insert(at, b);
+    if (list.size() > kSlowSpans) list.pop_back();
+  }
+
   static int on_record(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Impl*>(ctx);
     if (size < sizeof(pm_stack_record)) return 0;
@@ -243,6 +308,7 @@ Result<std::unique_ptr<StackSource>> StackSource::create(const Config::Stacks& c
   bool off = config.off_cpu;
   auto loaded = load_skeleton<stacks_bpf>("stacks", target, /*btf_only=*/true, [off](stacks_bpf* s) {
     bpf_program__set_autoload(s->progs.off_switch, off);
+    s->rodata->stretch_min_ns = off ? kStretchMinNs : 0;
     if (!off) bpf_map__set_max_entries(s->maps.off_slots, 1);  // its preallocated room unused
   });
   if (!loaded) return loaded.error();
@@ -250,6 +316,13 @@ Result<std::unique_ptr<StackSource>> StackSource::create(const Config::Stacks& c
   impl->ksyms = stacks::KernelSymbols::load();
   impl->ring.reset(ring_buffer__new(bpf_map__fd(impl->skel->maps.records), &Impl::on_record, impl.get(), nullptr));
   if (!impl->ring) return Error::from_errno(errno, "opening the stacks' ring buffer");
+  impl->stretch_ring.reset(
+      ring_buffer__new(bpf_map__fd(impl->skel->maps.stretches), &Impl::on_stretch, impl.get(), nullptr));
+  if (!impl->stretch_ring) return Error::from_errno(errno, "opening the stacks' ring buffer");
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  impl->wall_at_mono_zero = WallClock::now() - std::chrono::duration_cast<WallClock::duration>(
+                                                   std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
   if (config.on_cpu) {
     perf_event_attr attr{};
     attr.size = sizeof attr;
@@ -273,12 +346,17 @@ Result<std::unique_ptr<StackSource>> StackSource::create(const Config::Stacks& c
   return std::make_unique<StackSource>(std::move(impl));
 }
 
+bool StackSource::sees_spans() const { return impl_->config.off_cpu; }
+
+void StackSource::see_span(const Span& span) { impl_->see(span); }
+
 int StackSource::wake_fd() const { return ring_buffer__epoll_fd(impl_->ring.get()); }
 
 void StackSource::on_wake() { ring_buffer__consume(impl_->ring.get()); }
 
 void StackSource::collect(Samples& out) {
   ring_buffer__consume(impl_->ring.get());  // what did not wake it (see bpf/stacks.bpf.c)
+  ring_buffer__consume(impl_->stretch_ring.get());
   pm_stack_counters c = impl_->counters();
   out.push_back({&kSamples, {}, static_cast<double>(c.samples)});
   out.push_back({&kLost, {}, static_cast<double>(c.records_lost + c.off_slots_full)});
@@ -290,6 +368,7 @@ void StackSource::finish() {
   m.finished = true;
   m.detach();  // no more samples
   ring_buffer__consume(m.ring.get());
+  ring_buffer__consume(m.stretch_ring.get());
   StackProfile& p = *m.profile;
   p.duration_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - m.start).count());
@@ -308,6 +387,21 @@ void StackSource::finish() {
   p.kernel_stacks_lost = c.kstack_lost;
 }
 
-void StackSource::report(EndReport& r) const { r.stacks = impl_->profile; }
+void StackSource::report(EndReport& r) const {
+  r.stacks = impl_->profile;
+  // The slowest requests (the probes' report, made before this one): where each blocked.
+  for (Span& sp : r.slowest_requests) {
+    auto list = impl_->slow.find(sp.function);
+    if (list == impl_->slow.end()) continue;
+    for (const Impl::Blocked& b : list->second) {
+      if (b.tid != sp.tid || b.pid != sp.pid || b.start != sp.start || b.place_seconds <= 0) continue;
+      auto frames = impl_->places.find(b.place);
+      if (frames == impl_->places.end()) break;
+      sp.blocked_stack = frames->second;
+      sp.blocked_stack_seconds = b.place_seconds;
+      break;
+    }
+  }
+}
 
 }  // namespace pm

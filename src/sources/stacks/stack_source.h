@@ -24,6 +24,9 @@ class StackSource final : public Source {
   void collect(Samples& out) override;
   [[nodiscard]] int wake_fd() const override;
   void on_wake() override;
+  // Off-CPU: where the slowest spans of each function blocked (EndReport's slowest requests).
+  [[nodiscard]] bool sees_spans() const override;
+  void see_span(const Span& span) override;
   void finish() override;
   void report(EndReport& r) const override;
 

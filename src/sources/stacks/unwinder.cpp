@@ -44,6 +44,9 @@ constexpr size_t kIp = 16;
 struct Unwinder::Process {
   uint32_t tgid = 0;
   uint64_t read_at = 0;  // CLOCK_MONOTONIC ns when the mappings were read
+  // The uprobes' page: a return address there is a uretprobe's (a probed function's caller,
+  // which the kernel keeps: the walk ends there).
+  uint64_t uprobes_lo = 0, uprobes_hi = 0;
   Dwfl* dwfl = nullptr;
   bool attached = false;
   // Each mapped file by the path /proc/PID/maps gives it, held open.
@@ -209,16 +212,14 @@ Unwinder::Unwinder() = default;
 Unwinder::~Unwinder() = default;
 
 // The process's mappings as read the first time (fresh: read again, a stack had a pc in none of
-// them: a library loaded since).
+// them: a library loaded since; kept as they were when the process is gone by then).
 Unwinder::Process* Unwinder::process(const Space& key, bool fresh) {
-  if (auto it = procs_.find(key); it != procs_.end()) {
-    if (!fresh) {
-      it->second->used = ++tick_;
-      return it->second.get();
-    }
-    procs_.erase(it);
+  auto old = procs_.find(key);
+  if (old != procs_.end()) {
+    old->second->used = ++tick_;
+    if (!fresh) return old->second.get();
   }
-  if (procs_.size() >= kMaxProcesses) {  // the one used longest ago makes room
+  if (old == procs_.end() && procs_.size() >= kMaxProcesses) {  // the one used longest ago makes room
     auto oldest = procs_.begin();
     for (auto it = procs_.begin(); it != procs_.end(); ++it) {
       if (it->second->used < oldest->second->used) oldest = it;
@@ -254,6 +255,12 @@ Unwinder::Process* Unwinder::process(const Space& key, bool fresh) {
       std::fclose(f);
     }
     for_each_line(maps, [&](std::string_view line) {
+      if (line.ends_with("[uprobes]")) {
+        std::string_view range = line.substr(0, line.find(' '));
+        p->uprobes_lo = std::strtoull(std::string(range.substr(0, range.find('-'))).c_str(), nullptr, 16);
+        p->uprobes_hi = std::strtoull(std::string(range.substr(range.find('-') + 1)).c_str(), nullptr, 16);
+        return;
+      }
       if (!line.ends_with(kVdso)) return;
       std::string_view range = line.substr(0, line.find(' '));
       uint64_t lo = std::strtoull(std::string(range.substr(0, range.find('-'))).c_str(), nullptr, 16);
@@ -263,6 +270,14 @@ Unwinder::Process* Unwinder::process(const Space& key, bool fresh) {
     dwfl_report_end(p->dwfl, nullptr, nullptr);
     p->attached = dwfl_attach_state(p->dwfl, nullptr, static_cast<pid_t>(tgid), &kThreadCallbacks, p.get());
     g_current = nullptr;
+  }
+  if (old != procs_.end()) {
+    if (p->files.empty()) {
+      old->second->read_at = p->read_at;  // gone: what was read before is all there is
+      return old->second.get();
+    }
+    old->second = std::move(p);
+    return old->second.get();
   }
   Process* raw = p.get();
   procs_.emplace(key, std::move(p));
@@ -326,7 +341,10 @@ Frames Unwinder::name(const Space& space, const std::vector<uint64_t>& pcs) {
   for (auto it = pcs.rbegin(); it != pcs.rend(); ++it) {
     auto found = p->names.find(*it);
     if (found == p->names.end()) {
-      Frames f = p->dwfl != nullptr ? name_pc(p->dwfl, *it) : Frames{"[unknown]"};
+      // (a return address less 1: the page's first byte less 1)
+      Frames f = p->uprobes_lo != 0 && *it + 1 >= p->uprobes_lo && *it < p->uprobes_hi ? Frames{"[uretprobe]"}
+                 : p->dwfl != nullptr                        ? name_pc(p->dwfl, *it)
+                                                             : Frames{"[unknown]"};
       if (p->names.size() >= kMaxNamesPerProcess) p->names.clear();
       found = p->names.emplace(*it, std::move(f)).first;
     }
