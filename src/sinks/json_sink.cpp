@@ -78,7 +78,7 @@ Json span_json(const Span& sp) {
     j["blocked_other_s"] = ns_exact(sp.blocked_other_seconds);
   }
   if (!sp.blocked_stack.empty()) {
-    j["blocked_stack"] = {{"frames", sp.blocked_stack}, {"seconds", number(sp.blocked_stack_seconds)}};
+    j["blocked_stack"] = {{"frames", sp.blocked_stack}, {"off_cpu_s", ns_exact(sp.blocked_stack_seconds)}};
   }
   return j;
 }

@@ -275,6 +275,36 @@ TEST(Stacks, PprofIsReadByPprofFormatWithTheTotalsOfTheFoldedFilesAndTheJson) {
   }
 }
 
+// The acceptance's third point: the design's own example, the Rust request server probed at
+// process_request: its slowest request says where it blocked, a stack through process_request
+// down to the call it waited in (its writes' fsync, or its sleep), for no longer than it took.
+TEST(Stacks, TheSlowestRequestOfTheExampleServerShowsWhereItBlocked) {
+  need_root();
+  static const RustBuild b = build_rust(PM_RUST_EXAMPLES "/server.rs", "server");
+  if (!b.error.empty()) GTEST_SKIP() << b.error;
+  Outcome o = run_pm({"run", "--stacks=off", "--probe", b.legacy + ":app::handler::process_request:arg1", "-f", "json",
+                      "--", b.legacy, "60", "2", scratch_dir()});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  ASSERT_TRUE(o.summary.contains("slowest_requests")) << o.err;
+  const Json& slowest = o.summary["slowest_requests"][0];
+  ASSERT_TRUE(slowest.contains("blocked_stack")) << slowest.dump();
+  auto frames = slowest["blocked_stack"]["frames"].get<std::vector<std::string>>();
+  double seconds = slowest["blocked_stack"]["off_cpu_s"].get<double>();
+  EXPECT_TRUE(has_frame(frames, "server::app::handler::process_request")) << slowest.dump();
+  bool wrote = slowest["bio_write_bytes"].get<uint64_t>() > 0 || has_frame(frames, "<std::fs::File>::sync_all");
+  EXPECT_TRUE(wrote ? has_frame(frames, "fsync") || has_frame(frames, "__close") || has_frame(frames, "__libc_write")
+                    : has_frame(frames, "clock_nanosleep"))
+      << slowest.dump();
+  EXPECT_GT(seconds, 0);
+  EXPECT_LE(seconds, slowest["latency_s"].get<double>() + 1e-4) << slowest.dump();
+  // The text summary says it on the line after the request's.
+  Outcome t = run_pm({"run", "--stacks=off", "--probe", b.legacy + ":app::handler::process_request:arg1", "--", b.legacy,
+                      "30", "2", scratch_dir()});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.err.find("    off the CPU longest ("), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("server::app::handler::process_request <- [uretprobe]"), std::string::npos) << t.err;
+}
+
 // A thread's name is chosen by whoever runs it: in the folded file it cannot add frames or end
 // the line, and every file and sink gets valid UTF-8 without control characters.
 TEST(Stacks, AHostileThreadNameStaysOneFrame) {
