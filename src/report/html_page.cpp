@@ -143,7 +143,7 @@ void write_page(std::string_view title, std::string_view file, const std::functi
                 const Sink& out) {
   const Assets& a = assets();
   std::string app;
-  for (std::string_view js : {a.common_js, a.heatmap_js, a.report_js, a.compare_js, a.main_js}) {
+  for (std::string_view js : {a.common_js, a.heatmap_js, a.flame_js, a.report_js, a.compare_js, a.main_js}) {
     app += js;
     app += '\n';
   }

@@ -264,6 +264,47 @@ TEST(ReportPage, RunWithProbesAndRequests) {
   std::filesystem::remove(html);
 }
 
+// --stacks: an on-CPU and an off-CPU flame graph of the run, searchable, and under the slowest
+// requests the stack each blocked in; every frame a name from the program, drawn as text.
+TEST(ReportPage, StacksAreFlameGraphsAndTheSlowestRequestsSayWhereTheyBlocked) {
+  NEED_CHROMIUM();
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: --stacks loads BPF programs";
+  std::string base = temp_base(), jsonl = base + ".jsonl", html = base + ".html";
+  Outcome run = run_pm({"run", "--format", "json", "-o", jsonl, "--stacks", "--stack-rate", "499", "--probe",
+                        std::string(PM_SHOP) + ":process_request:arg1", "--", PM_SHOP, "--kind", "mix", "--requests",
+                        "60", "--ms", "10", "--dir", scratch_dir()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_EQ(report({jsonl, "-o", html}).exit_code, 0);
+  auto c = browser();
+  ASSERT_TRUE(c);
+  check_page(*c, jsonl, html, "stacks.png");
+  Json got = c->eval(R"JS((() => {
+    const f = PM.flames || {}, out = {};
+    for (const k of ['on_cpu', 'off_cpu']) {
+      if (!f[k]) continue;
+      const frames = [...f[k].box.querySelectorAll('.frame')].map(e => e.textContent);
+      f[k].search.value = 'process_request';
+      f[k].match();
+      out[k] = { frames, matched: f[k].box.querySelectorAll('.frame.match').length,
+                 said: f[k].search.parentNode.innerText };
+    }
+    const b = document.querySelector('.card.blocked');
+    out.blocked = b ? b.innerText : '';
+    return out;
+  })())JS");
+  for (const char* k : {"on_cpu", "off_cpu"}) {
+    ASSERT_TRUE(got.contains(k)) << k << ": no flame graph";
+    auto frames = got[k]["frames"].get<std::vector<std::string>>();
+    EXPECT_TRUE(std::any_of(frames.begin(), frames.end(), [](const std::string& f) { return f.find("process_request") != std::string::npos; }))
+        << k << ": no frame of process_request";
+    EXPECT_GT(got[k]["matched"].get<int>(), 0) << k;
+    EXPECT_NE(got[k]["said"].get<std::string>().find("matched:"), std::string::npos) << k;
+  }
+  EXPECT_NE(got["blocked"].get<std::string>().find("process_request"), std::string::npos) << got["blocked"];
+  std::filesystem::remove(jsonl);
+  std::filesystem::remove(html);
+}
+
 // A 1-second command, recorded without -I: its report's first screen (1400 x 900) is the
 // answer — the command, how it ended, its wall and CPU time, where its tasks' time went, and a
 // timeline of at least 5 points — and no chart on the page is empty.

@@ -38,6 +38,7 @@ PM.renderReport = function (data, main) {
     if (n > 0) PM.renderSections(main, all.filter(s => s.p[0] === 'process_tree'), n, x, clock);
     PM.renderProbes(main, data, summary, start);
     PM.renderSlowest(main, data, summary);
+    PM.renderStacks(main, summary);
   }
   if (n > 0) {
     if (tree) main.append(PM.el('h2', { text: 'The system around it', id: 'section-system' }));
@@ -49,6 +50,7 @@ PM.renderReport = function (data, main) {
   if (!tree) {
     PM.renderProbes(main, data, summary, start);
     PM.renderSlowest(main, data, summary);
+    PM.renderStacks(main, summary);
   }
   PM.renderSummaryTable(main, summary);
   if (tree && data.summary) PM.renderHeader(main, data, n, 'About this recording');
@@ -538,6 +540,7 @@ PM.renderSlowest = function (main, data, summary) {
   const cards = PM.el('div', { class: 'cards' });
   main.append(PM.el('h2', { text: 'Slowest requests' }), cards);
   PM.barChart(PM.card(cards, 'Slowest requests: where the time went', true), 'slowest requests', labels, series, 'seconds', { stacked: true, horizontal: true });
+  PM.renderBlockedStacks(cards, slow);
 };
 
 // Every figure of the summary, grouped by what it is about (the run, time, memory, I/O, the
@@ -576,7 +579,7 @@ PM.summaryName = function (p) {
   return base + (rest.length ? ': ' + rest.join(' ') : '') + bound;
 };
 PM.renderSummaryTable = function (main, summary) {
-  const skip = new Set(['type', 'command', 'unavailable', 'slowest_requests']);
+  const skip = new Set(['type', 'command', 'unavailable', 'slowest_requests', 'stacks']);
   const groups = new Map(PM.kSummaryGroups.map(g => [g, []]));
   for (const [p, v] of PM.flatten(Object.fromEntries(Object.entries(summary).filter(([k]) => !skip.has(k))))) {
     if (PM.isHealth(p) && v === 0) continue;  // the monitor's health: only what it lost
