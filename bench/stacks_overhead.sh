@@ -57,6 +57,7 @@ awk -v a="$without" -v b="$with" -v c="$with_file" -v s="$seconds" -v n="$sample
   printf "--stacks-out (folded): %.2f %% of one CPU, sampling +%.2f %%; %d samples in %d s, %.1f us each\n", 100 * c / s,
          100 * (c - a) / s, n, total, (n > 0 ? 1e6 * (c - a) / (n * s / total) : 0) }'
 
+[ -n "${PM_BENCH_ONCPU_ONLY:-}" ] && exit 0
 echo "-- off-CPU stacks: pinned ping-pong, ${loops} trips, median of ${rounds} interleaved rounds (us/trip)"
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 us() { awk '/usecs\/op/ {print $1}'; }

@@ -32,6 +32,20 @@ constexpr size_t kMaxProcesses = 256;      // processes whose mappings and names
 constexpr size_t kMaxNamesPerProcess = 65536;
 constexpr int kMaxInlineDepth = 32;
 constexpr size_t kMaxMapsBytes = 4 << 20;  // a /proc/PID/maps beyond this is read that far
+constexpr uint64_t kRereadAfterNs = 500'000;  // a process's mappings are read at most this often
+
+// The mappings of files: what the modules are made from (anonymous memory comes and goes with
+// every malloc arena and JIT page, and changes no module).
+std::string file_mappings(std::string_view maps) {
+  std::string out;
+  for_each_line(maps, [&](std::string_view line) {
+    if (line.find(" /") != std::string_view::npos) {
+      out += line;
+      out += '\n';
+    }
+  });
+  return out;
+}
 
 // x86-64 pt_regs (r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di orig_ax ip cs flags sp ss)
 // in DWARF's register order (rax rdx rcx rbx rsi rdi rbp rsp r8 … r15, then the return address).
@@ -43,7 +57,8 @@ constexpr size_t kIp = 16;
 
 struct Unwinder::Process {
   uint32_t tgid = 0;
-  uint64_t read_at = 0;  // CLOCK_MONOTONIC ns when the mappings were read
+  uint64_t read_at = 0;  // CLOCK_MONOTONIC ns when the mappings were read (or found unchanged)
+  std::string files_mapped;  // the mappings of files as read then (file_mappings)
   // The uprobes' page: a return address there is a uretprobe's (a probed function's caller,
   // which the kernel keeps: the walk ends there).
   uint64_t uprobes_lo = 0, uprobes_hi = 0;
@@ -212,12 +227,21 @@ Unwinder::Unwinder() = default;
 Unwinder::~Unwinder() = default;
 
 // The process's mappings as read the first time (fresh: read again, a stack had a pc in none of
-// them: a library loaded since; kept as they were when the process is gone by then).
+// them: a library loaded since; kept as they were when they read the same, or the process is
+// gone by then).
 Unwinder::Process* Unwinder::process(const Space& key, bool fresh) {
   auto old = procs_.find(key);
   if (old != procs_.end()) {
     old->second->used = ++tick_;
     if (!fresh) return old->second.get();
+    // Most such pcs are not code at all (where a walk ended in garbage): reading the mappings
+    // is cheap, making the process's modules again is not; only a change makes them again.
+    FileReader reader;
+    auto text = reader.read(fmt::format("/proc/{}/maps", key.tgid));
+    if (text && file_mappings(text->substr(0, kMaxMapsBytes)) == old->second->files_mapped) {
+      old->second->read_at = mono_ns();
+      return old->second.get();
+    }
   }
   if (old == procs_.end() && procs_.size() >= kMaxProcesses) {  // the one used longest ago makes room
     auto oldest = procs_.begin();
@@ -236,6 +260,7 @@ Unwinder::Process* Unwinder::process(const Space& key, bool fresh) {
   std::string maps;
   FileReader reader;
   if (auto text = reader.read(dir + "/maps"); text) maps = std::string(text->substr(0, kMaxMapsBytes));
+  p->files_mapped = file_mappings(maps);
   // Each file once, opened through map_files by the range of its first mapping.
   for_each_line(maps, [&](std::string_view line) {
     std::string_view rest = line;
@@ -324,7 +349,7 @@ std::vector<uint64_t> Unwinder::walk(const Space& space, uint32_t tid, uint64_t 
   // A pc in no file mapped when the mappings were read, before the sample: a library loaded
   // since (a program's first moments, before the dynamic linker mapped its libraries; dlopen).
   // Read again once, and walk again.
-  if (p->dwfl != nullptr && p->read_at < time_ns &&
+  if (p->dwfl != nullptr && p->read_at < time_ns && mono_ns() - p->read_at >= kRereadAfterNs &&
       std::any_of(w.pcs.begin(), w.pcs.end(), [&](uint64_t pc) { return dwfl_addrmodule(p->dwfl, pc) == nullptr; })) {
     p = process(space, true);
     run();
