@@ -25,6 +25,10 @@ echo "== thread context: the annotation pair, a ping-pong whose every trip is a 
 "$(dirname "$0")/context_overhead.sh" "$build" 200000 5
 
 echo
+echo "== stacks: on-CPU sampling at 99 Hz (monitor CPU), off-CPU stacks on the ping-pong beside offcputime and perf record"
+"$(dirname "$0")/stacks_overhead.sh" "$build" 20 100000 5
+
+echo
 echo "== Prometheus remote write: 20 instances pushing to one Prometheus for 5 minutes"
 "$(dirname "$0")/remote_write_fleet.sh" "$build" 20 300
 

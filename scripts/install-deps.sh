@@ -57,6 +57,7 @@ if [ "$mode" != run ]; then
 fi
 if [ "$mode" = bench ]; then
   packages+=(bc util-linux hyperfine)   # bench/: arithmetic, taskset, start-up timings (startup.sh)
+  packages+=(libbpf-tools)              # bench/stacks_overhead.sh: offcputime, beside --stacks=off
 fi
 
 missing=()

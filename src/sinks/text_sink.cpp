@@ -4,6 +4,7 @@
 // record, lets every layout found among the record's metrics show its figures, and prints the
 // sections. A value no layout showed is printed generically, so nothing read ever disappears.
 #include <algorithm>
+#include <map>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -125,6 +126,16 @@ std::string slowest_requests(const RunInfo& info) {
   return s;
 }
 
+// Stacks as the summary shows them, one line each: those that read the same (their kernel frames
+// differ below the system call) summed, heaviest first.
+std::vector<std::pair<std::string, uint64_t>> by_line(const std::vector<StackProfile::Entry>& entries) {
+  std::map<std::string, uint64_t> sum;
+  for (const StackProfile::Entry& e : entries) sum[stack_line(e.frames)] += e.value;
+  std::vector<std::pair<std::string, uint64_t>> out(sum.begin(), sum.end());
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
 // The top stacks (--stacks): where the target ran, and where it waited.
 std::string top_stacks(const RunInfo& info) {
   if (!info.stacks) return {};
@@ -136,19 +147,20 @@ std::string top_stacks(const RunInfo& info) {
     s += fmt::format("on-CPU stacks: {} samples ({} of CPU at {:.0f} Hz){}\n", total,
                      human_time(static_cast<double>(total * p.period_ns) * 1e-9),
                      p.period_ns > 0 ? 1e9 / static_cast<double>(p.period_ns) : 0.0, total > 0 ? ", the top ones:" : "");
-    for (size_t i = 0; i < p.on_cpu.size() && i < kTop; i++) {
-      s += fmt::format("  {:5.1f}%  {}\n", 100.0 * static_cast<double>(p.on_cpu[i].value) / static_cast<double>(total),
-                       stack_line(p.on_cpu[i].frames));
+    auto lines = by_line(p.on_cpu);
+    for (size_t i = 0; i < lines.size() && i < kTop; i++) {
+      s += fmt::format("  {:5.1f}%  {}\n", 100.0 * static_cast<double>(lines[i].second) / static_cast<double>(total),
+                       lines[i].first);
     }
   }
   if (p.off_cpu_wanted) {
     uint64_t total = p.off_cpu_ns();
     s += fmt::format("off-CPU stacks: {} off the CPU{}\n", human_time(static_cast<double>(total) * 1e-9),
                      total > 0 ? ", the top ones:" : "");
-    for (size_t i = 0; i < p.off_cpu.size() && i < kTop; i++) {
-      const StackProfile::Entry& e = p.off_cpu[i];
-      s += fmt::format("  {:5.1f}%  {:>9}  {}\n", 100.0 * static_cast<double>(e.value) / static_cast<double>(total),
-                       human_time(static_cast<double>(e.value) * 1e-9), stack_line(e.frames));
+    auto lines = by_line(p.off_cpu);
+    for (size_t i = 0; i < lines.size() && i < kTop; i++) {
+      s += fmt::format("  {:5.1f}%  {:>9}  {}\n", 100.0 * static_cast<double>(lines[i].second) / static_cast<double>(total),
+                       human_time(static_cast<double>(lines[i].second) * 1e-9), lines[i].first);
     }
   }
   if (p.records_lost != 0 || p.off_lost_ns != 0) {
