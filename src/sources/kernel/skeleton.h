@@ -14,10 +14,12 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -125,6 +127,23 @@ bool read_per_cpu(int map_fd, std::vector<T>& per_cpu) {
   per_cpu.resize(static_cast<size_t>(libbpf_num_possible_cpus()));
   __u32 zero = 0;
   return bpf_map_lookup_elem(map_fd, &zero, per_cpu.data()) == 0;
+}
+
+// The CPUs' slots of a struct of __u64 counters only (no histogram, no maximum), summed field by
+// field: the kernel's per-CPU losses and counts as one.
+template <typename T>
+T sum_counters(const std::vector<T>& per_cpu) {
+  static_assert(sizeof(T) % sizeof(__u64) == 0 && std::is_trivially_copyable_v<T>, "a struct of __u64 counters");
+  constexpr size_t kFields = sizeof(T) / sizeof(__u64);
+  __u64 sum[kFields] = {};
+  for (const T& c : per_cpu) {
+    __u64 f[kFields];
+    std::memcpy(f, &c, sizeof f);
+    for (size_t i = 0; i < kFields; ++i) sum[i] += f[i];
+  }
+  T out;
+  std::memcpy(&out, sum, sizeof out);
+  return out;
 }
 
 }  // namespace pm

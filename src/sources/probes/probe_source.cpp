@@ -26,6 +26,7 @@
 
 #include "probe.h"
 #include "probe.skel.h"
+#include "sources/kernel/skeleton.h"
 #include "sources/probes/contexts.h"
 #include "sources/probes/otel.h"
 #include "sources/probes/uprobe_multi.h"
@@ -524,18 +525,7 @@ void ProbeSource::collect(Samples& out) {
   m.losses.resize(m.per_cpu.size());
   __u32 zero = 0;
   pm_probe_losses lost{};
-  if (bpf_map_lookup_elem(bpf_map__fd(m.skel->maps.losses), &zero, m.losses.data()) == 0) {
-    for (const pm_probe_losses& c : m.losses) {
-      lost.spans_dropped += c.spans_dropped;
-      lost.too_deep += c.too_deep;
-      lost.no_thread_slot += c.no_thread_slot;
-      lost.unmatched += c.unmatched;
-      lost.ctx_events_dropped += c.ctx_events_dropped;
-      lost.ctx_read_failed += c.ctx_read_failed;
-      lost.otel_read_failed += c.otel_read_failed;
-      lost.otel_no_proc_slot += c.otel_no_proc_slot;
-    }
-  }
+  if (bpf_map_lookup_elem(bpf_map__fd(m.skel->maps.losses), &zero, m.losses.data()) == 0) lost = sum_counters(m.losses);
   if (m.ctx_ring) {
     out.push_back({&kCtxPolls, kNoLabels, static_cast<double>(m.join.polls())});
     out.push_back({&kCtxRequests, kNoLabels, static_cast<double>(m.join.requests())});

@@ -261,17 +261,8 @@ struct StackSource::Impl {
 
   pm_stack_counters counters() const {
     std::vector<pm_stack_counters> per_cpu;
-    pm_stack_counters sum{};
-    if (!read_per_cpu(bpf_map__fd(skel->maps.counters), per_cpu)) return sum;
-    for (const pm_stack_counters& c : per_cpu) {
-      sum.samples += c.samples;
-      sum.records_lost += c.records_lost;
-      sum.off_slots_full += c.off_slots_full;
-      sum.off_lost_ns += c.off_lost_ns;
-      sum.kstack_lost += c.kstack_lost;
-      sum.stack_copy_short += c.stack_copy_short;
-    }
-    return sum;
+    if (!read_per_cpu(bpf_map__fd(skel->maps.counters), per_cpu)) return {};
+    return sum_counters(per_cpu);
   }
 
   // Every place's time, once, at the end: a place whose record was lost keeps its kernel frames.
