@@ -319,8 +319,8 @@ Invocation parse_command_line(int argc, char** argv) {
         ->type_name("NAME=VALUE");
     stacks_flags.push_back(a->add_option("--stacks", stacks_kinds,
                   "Record the target's stacks: cpu (where it ran, sampled), off (where it waited, every switch), or "
-                  "cpu,off; the summary shows the top ones. Unwound with the binaries' DWARF CFI, so code without frame "
-                  "pointers unwinds too")
+                  "cpu,off (--stacks alone: both); the summary shows the top ones, and where each slow request blocked. "
+                  "Unwound with the binaries' DWARF CFI, so code without frame pointers unwinds too")
         ->expected(0, 1)
         ->type_name("cpu,off"));
     a->add_option("--stacks-out", stacks_out,
