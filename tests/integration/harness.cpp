@@ -54,9 +54,10 @@ size_t Outcome::intervals() const {
   return n;
 }
 
-pid_t start_pm(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path) {
+pid_t start_pm(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path,
+               const std::string& other) {
   std::vector<char*> argv;
-  std::string bin = binary();
+  std::string bin = other.empty() ? binary() : other;
   argv.push_back(bin.data());
   std::vector<std::string> copy = args;
   for (auto& a : copy) argv.push_back(a.data());
@@ -90,7 +91,7 @@ bool reports_on_stderr(const std::vector<std::string>& args) {
 Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts) {
   std::string base = temp_base();
   std::string out_path = base + ".out", err_path = base + ".err";
-  pid_t pid = start_pm(args, out_path, err_path);
+  pid_t pid = start_pm(args, out_path, err_path, opts.binary);
   Outcome o;
   auto start = std::chrono::steady_clock::now();
   bool signalled = false;

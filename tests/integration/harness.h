@@ -31,6 +31,7 @@ struct Outcome {
 struct RunOptions {
   std::optional<std::chrono::milliseconds> sigint_after;  // send SIGINT to perf-monitor then
   std::chrono::seconds timeout{60};
+  std::string binary;  // a copy of perf-monitor to run instead of the build's ("": the build's)
 };
 
 Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts = {});
@@ -38,7 +39,8 @@ Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts = {}
 // without -o (the rule of the CLI, which tests hold it to).
 bool reports_on_stderr(const std::vector<std::string>& args);
 // Starts perf-monitor with stdout and stderr to the given files, in a process group of its own.
-pid_t start_pm(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path);
+pid_t start_pm(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path,
+               const std::string& bin = "");
 // Fills o.records and o.summary from the JSON lines of o.out and o.err.
 void parse_records(Outcome& o);
 // A fresh path prefix in the scratch directory.

@@ -164,27 +164,39 @@ struct StackSource::Impl {
     return kernel_stacks.emplace(id, std::move(frames)).first->second;
   }
 
-  std::vector<uint64_t> pcs_of(const pm_stack_record& r) {
+  std::vector<uint64_t> pcs_of(const pm_stack_record& r, bool once) {
     if (r.user == 0) return {};
     stacks::UserState st;
     st.regs = std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(r.regs), PM_STACK_REGS);
     st.stack_start = reinterpret_cast<const uint64_t*>(r.regs)[kPtRegsSp];
     st.stack = std::span<const uint8_t>(r.stack, std::min<size_t>(r.stack_len, sizeof r.stack));
-    return unwinder.walk({r.tgid, r.mm, r.exec_id}, r.pid, r.time_ns, st);
+    return unwinder.walk({r.tgid, r.mm, r.exec_id}, r.pid, r.time_ns, st, once);
   }
 
-  std::vector<std::string> frames_of(const pm_stack_record& r, const std::vector<uint64_t>& pcs) {
+  // A record walked, its frames not yet named: every record that came is walked first (while
+  // its process still has the mappings it had), then named (which may read debug files: slow).
+  struct Walked {
+    uint32_t kind = 0, tgid = 0;
+    uint64_t mm = 0, exec_id = 0;
+    int32_t kstack = -1;
+    char comm[16] = {};
+    pm_off_key key{};
+    std::vector<uint64_t> pcs;
+  };
+  std::vector<Walked> walked;
+
+  std::vector<std::string> frames_of(const Walked& r) {
     std::vector<std::string> out;
     out.push_back(clean_utf8(std::string_view(r.comm, strnlen(r.comm, sizeof r.comm))));
-    stacks::Frames user = unwinder.name({r.tgid, r.mm, r.exec_id}, pcs);
+    stacks::Frames user = unwinder.name({r.tgid, r.mm, r.exec_id}, r.pcs);
     out.insert(out.end(), user.begin(), user.end());
     const auto& k = kernel_frames(r.kstack);
     out.insert(out.end(), k.begin(), k.end());
     return out;
   }
 
-  void take_on_cpu(const pm_stack_record& r) {
-    std::vector<uint64_t> pcs = pcs_of(r);
+  void take_on_cpu(const Walked& r) {
+    const std::vector<uint64_t>& pcs = r.pcs;
     std::string raw;
     raw.reserve(48 + pcs.size() * sizeof(uint64_t));
     put(raw, r.tgid);
@@ -196,7 +208,7 @@ struct StackSource::Impl {
     auto it = on_cpu_raw.find(raw);
     if (it == on_cpu_raw.end()) {
       if (on_cpu_raw.size() >= kMaxRawStacks) on_cpu_raw.clear();
-      it = on_cpu_raw.emplace(std::move(raw), on_cpu.index_of(frames_of(r, pcs))).first;
+      it = on_cpu_raw.emplace(std::move(raw), on_cpu.index_of(frames_of(r))).first;
     }
     StackProfile::Entry& e = on_cpu.entries[it->second];
     e.value++;
@@ -251,12 +263,31 @@ struct StackSource::Impl {
     auto* self = static_cast<Impl*>(ctx);
     if (size < sizeof(pm_stack_record)) return 0;
     const auto& r = *static_cast<const pm_stack_record*>(data);
-    if (r.kind == PM_STACK_ON_CPU) {
-      self->take_on_cpu(r);
-    } else if (r.kind == PM_STACK_OFF_CPU) {
-      self->places[r.key] = self->frames_of(r, self->pcs_of(r));
-    }
+    if (r.kind != PM_STACK_ON_CPU && r.kind != PM_STACK_OFF_CPU) return 0;
+    Walked w;
+    w.kind = r.kind;
+    w.tgid = r.tgid;
+    w.mm = r.mm;
+    w.exec_id = r.exec_id;
+    w.kstack = r.kstack;
+    std::memcpy(w.comm, r.comm, sizeof w.comm);
+    w.key = r.key;
+    w.pcs = self->pcs_of(r, r.kind == PM_STACK_OFF_CPU);  // an off-CPU place is named once, for good
+    self->walked.push_back(std::move(w));
     return 0;
+  }
+
+  // Every record that came, walked; then each named and counted.
+  void drain() {
+    ring_buffer__consume(ring.get());
+    for (const Walked& w : walked) {
+      if (w.kind == PM_STACK_ON_CPU) {
+        take_on_cpu(w);
+      } else {
+        places[w.key] = frames_of(w);
+      }
+    }
+    walked.clear();
   }
 
   pm_stack_counters counters() const {
@@ -343,10 +374,10 @@ void StackSource::see_span(const Span& span) { impl_->see(span); }
 
 int StackSource::wake_fd() const { return ring_buffer__epoll_fd(impl_->ring.get()); }
 
-void StackSource::on_wake() { ring_buffer__consume(impl_->ring.get()); }
+void StackSource::on_wake() { impl_->drain(); }
 
 void StackSource::collect(Samples& out) {
-  ring_buffer__consume(impl_->ring.get());  // what did not wake it (see bpf/stacks.bpf.c)
+  impl_->drain();  // what did not wake it (see bpf/stacks.bpf.c)
   ring_buffer__consume(impl_->stretch_ring.get());
   pm_stack_counters c = impl_->counters();
   out.push_back({&kSamples, {}, static_cast<double>(c.samples)});
@@ -358,7 +389,7 @@ void StackSource::finish() {
   if (m.finished) return;
   m.finished = true;
   m.detach();  // no more samples
-  ring_buffer__consume(m.ring.get());
+  m.drain();
   ring_buffer__consume(m.stretch_ring.get());
   StackProfile& p = *m.profile;
   p.duration_ns = static_cast<uint64_t>(

@@ -33,13 +33,14 @@ constexpr size_t kMaxNamesPerProcess = 65536;
 constexpr int kMaxInlineDepth = 32;
 constexpr size_t kMaxMapsBytes = 4 << 20;  // a /proc/PID/maps beyond this is read that far
 constexpr uint64_t kRereadAfterNs = 500'000;  // a process's mappings are read at most this often
+constexpr uint64_t kUprobesPageX86 = 0x7fffffffe000;  // where x86-64 kernels put the uprobes' page
 
-// The mappings of files: what the modules are made from (anonymous memory comes and goes with
-// every malloc arena and JIT page, and changes no module).
+// The mappings of files, the vDSO and the uprobes' page: what the modules and names are made from
+// (anonymous memory comes and goes with every malloc arena and JIT page, and changes neither).
 std::string file_mappings(std::string_view maps) {
   std::string out;
   for_each_line(maps, [&](std::string_view line) {
-    if (line.find(" /") != std::string_view::npos) {
+    if (line.find(" /") != std::string_view::npos || line.ends_with("[vdso]") || line.ends_with("[uprobes]")) {
       out += line;
       out += '\n';
     }
@@ -332,7 +333,7 @@ int on_frame(Dwfl_Frame* state, void* arg) {
 }  // namespace
 
 std::vector<uint64_t> Unwinder::walk(const Space& space, uint32_t tid, uint64_t time_ns, const UserState& state,
-                                     size_t max_frames) {
+                                     bool once, size_t max_frames) {
   if (state.regs.size() < kPtRegsWords) return {};
   Process* p = process(space, false);
   Walk w{{}, max_frames};
@@ -349,7 +350,7 @@ std::vector<uint64_t> Unwinder::walk(const Space& space, uint32_t tid, uint64_t 
   // A pc in no file mapped when the mappings were read, before the sample: a library loaded
   // since (a program's first moments, before the dynamic linker mapped its libraries; dlopen).
   // Read again once, and walk again.
-  if (p->dwfl != nullptr && p->read_at < time_ns && mono_ns() - p->read_at >= kRereadAfterNs &&
+  if (p->dwfl != nullptr && p->read_at < time_ns && (once || mono_ns() - p->read_at >= kRereadAfterNs) &&
       std::any_of(w.pcs.begin(), w.pcs.end(), [&](uint64_t pc) { return dwfl_addrmodule(p->dwfl, pc) == nullptr; })) {
     p = process(space, true);
     run();
@@ -366,8 +367,12 @@ Frames Unwinder::name(const Space& space, const std::vector<uint64_t>& pcs) {
   for (auto it = pcs.rbegin(); it != pcs.rend(); ++it) {
     auto found = p->names.find(*it);
     if (found == p->names.end()) {
-      // (a return address less 1: the page's first byte less 1)
-      Frames f = p->uprobes_lo != 0 && *it + 1 >= p->uprobes_lo && *it < p->uprobes_hi ? Frames{"[uretprobe]"}
+      // (a return address less 1: the page's first byte less 1). Where the mappings were read
+      // before the page was made (the process gone when its stack came), the kernel's place for
+      // it: the page below the top of user space (x86-64: TASK_SIZE is 0x7ffffffff000).
+      bool uretprobe = p->uprobes_lo != 0 ? *it + 1 >= p->uprobes_lo && *it < p->uprobes_hi
+                                          : *it + 1 == kUprobesPageX86 && dwfl_addrmodule(p->dwfl, *it) == nullptr;
+      Frames f = uretprobe ? Frames{"[uretprobe]"}
                  : p->dwfl != nullptr                        ? name_pc(p->dwfl, *it)
                                                              : Frames{"[unknown]"};
       if (p->names.size() >= kMaxNamesPerProcess) p->names.clear();

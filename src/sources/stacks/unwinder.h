@@ -52,12 +52,14 @@ class Unwinder {
   // `time_ns` (CLOCK_MONOTONIC) is when the sample was taken: a pc in no file mapped when the
   // mappings were read, before that time, has them read again (a library loaded since).
   Frames unwind(const Space& space, uint32_t tid, uint64_t time_ns, const UserState& state, size_t max_frames = 127) {
-    return name(space, walk(space, tid, time_ns, state, max_frames));
+    return name(space, walk(space, tid, time_ns, state, false, max_frames));
   }
   // The two halves: the stack's pcs, innermost first (a return address less 1: its call); and
   // their frames, outermost first (a caller keeps the names per pc: the same pcs, the same frames).
+  // `once`: the stack is named once for good (an off-CPU place): the mappings may be read again
+  // for it however recently they were (else at most every 0.5 ms a process).
   std::vector<uint64_t> walk(const Space& space, uint32_t tid, uint64_t time_ns, const UserState& state,
-                             size_t max_frames = 127);
+                             bool once = false, size_t max_frames = 127);
   Frames name(const Space& space, const std::vector<uint64_t>& pcs);
 
   // What it did: stacks unwound, and those that stopped before their outermost frame (their
