@@ -269,7 +269,14 @@ Unwinder::Process* Unwinder::process(const Space& key, bool fresh) {
     for (int i = 0; i < 4; i++) next_field(rest);  // perms, offset, device, inode
     std::string_view path = trim(rest);
     if (path.empty() || path[0] != '/' || p->files.count(std::string(path))) return;
-    int fd = ::open((dir + "/map_files/" + std::string(range)).c_str(), O_RDONLY | O_CLOEXEC);
+    // map_files names a range without the leading zeros /proc/PID/maps pads it with (00400000).
+    auto bare = [](std::string_view hex) {
+      size_t nz = hex.find_first_not_of('0');
+      return std::string(nz == std::string_view::npos ? std::string_view("0") : hex.substr(nz));
+    };
+    size_t dash = range.find('-');
+    std::string name = bare(range.substr(0, dash)) + "-" + bare(range.substr(dash + 1));
+    int fd = ::open((dir + "/map_files/" + name).c_str(), O_RDONLY | O_CLOEXEC);
     p->files.emplace(std::string(path), fd >= 0 ? std::make_shared<UniqueFd>(fd) : nullptr);
   });
   p->dwfl = dwfl_begin(&kCallbacks);
