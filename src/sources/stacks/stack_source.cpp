@@ -2,6 +2,7 @@
 #include "sources/stacks/stack_source.h"
 
 #include <linux/perf_event.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -336,6 +337,13 @@ Result<std::unique_ptr<StackSource>> StackSource::create(const Config::Stacks& c
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
   impl->ksyms = stacks::KernelSymbols::load();
+  // Each process's mapped files are held open (and libdw holds its modules'): as many open files
+  // as the hard limit allows, as `run` asks for its tree.
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
   impl->ring.reset(ring_buffer__new(bpf_map__fd(impl->skel->maps.records), &Impl::on_record, impl.get(), nullptr));
   if (!impl->ring) return Error::from_errno(errno, "opening the stacks' ring buffer");
   impl->stretch_ring.reset(

@@ -227,6 +227,20 @@ Frames name_pc(Dwfl* dwfl, uint64_t pc) {
 Unwinder::Unwinder() = default;
 Unwinder::~Unwinder() = default;
 
+// One fd per file, whatever the processes that map it (libc, the dynamic linker: all of them).
+std::shared_ptr<UniqueFd> Unwinder::shared_file(UniqueFd fd) {
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return std::make_shared<UniqueFd>(std::move(fd));
+  auto key = std::make_pair(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
+  if (auto known = open_files_[key].lock()) return known;  // fd closes: the file is open already
+  if (open_files_.size() > 4 * kMaxProcesses) {  // forget the files no process holds any more
+    std::erase_if(open_files_, [](const auto& e) { return e.second.expired(); });
+  }
+  auto held = std::make_shared<UniqueFd>(std::move(fd));
+  open_files_[key] = held;
+  return held;
+}
+
 // The process's mappings as read the first time (fresh: read again, a stack had a pc in none of
 // them: a library loaded since; kept as they were when they read the same, or the process is
 // gone by then).
@@ -277,7 +291,7 @@ Unwinder::Process* Unwinder::process(const Space& key, bool fresh) {
     size_t dash = range.find('-');
     std::string name = bare(range.substr(0, dash)) + "-" + bare(range.substr(dash + 1));
     int fd = ::open((dir + "/map_files/" + name).c_str(), O_RDONLY | O_CLOEXEC);
-    p->files.emplace(std::string(path), fd >= 0 ? std::make_shared<UniqueFd>(fd) : nullptr);
+    p->files.emplace(std::string(path), fd >= 0 ? shared_file(UniqueFd(fd)) : nullptr);
   });
   p->dwfl = dwfl_begin(&kCallbacks);
   if (p->dwfl != nullptr && !maps.empty()) {

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/fd.h"
+
 namespace pm::stacks {
 
 // One frame as shown: the function's name (or "[unknown]", or "[MODULE+0xOFF]" without one).
@@ -71,6 +73,8 @@ class Unwinder {
 
  private:
   Process* process(const Space& space, bool fresh);
+  std::shared_ptr<UniqueFd> shared_file(UniqueFd fd);
+  std::map<std::pair<uint64_t, uint64_t>, std::weak_ptr<UniqueFd>> open_files_;  // by device and inode
   std::map<Space, std::unique_ptr<Process>> procs_;
   uint64_t tick_ = 0;
   uint64_t unwound_ = 0;
