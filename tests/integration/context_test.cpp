@@ -115,7 +115,7 @@ void ContextTest::requests_agree_with_the_threads_own_clocks(const std::string& 
   ::unlink(truth_path.c_str());
   ASSERT_EQ(truth.size(), static_cast<size_t>(kRequests));
 
-  size_t seen = 0, hopped = 0, off = 0;
+  size_t seen = 0, hopped = 0, off = 0, shifted = 0;
   std::string outliers;
   for (const auto& r : o.records) {
     if (r["type"] != "span" || r["function"] != "request" || !r.contains("polls")) continue;
@@ -130,8 +130,15 @@ void ContextTest::requests_agree_with_the_threads_own_clocks(const std::string& 
     double cpu = r["on_cpu_s"].get<double>(), runq = r["runq_s"].get<double>(), blocked = r["blocked_s"].get<double>();
     // Off the CPU in a poll lies between the inner window's wall time less the outer one's CPU
     // time and the outer wall less the inner CPU; blocked is that less the run-queue wait.
-    bool ok = within(cpu, w.cpu_in, w.cpu) && within(runq, w.runq_in, w.runq) &&
-              within(blocked, w.wall_in - w.cpu - w.runq, w.wall - w.cpu_in - w.runq_in);
+    bool split = within(cpu, w.cpu_in, w.cpu) && within(runq, w.runq_in, w.runq);
+    // The scheduler's clocks can move wait into CPU time, never the other way: where it skipped
+    // its clock update after a preempting wakeup, the thread's CPU clock took in the wait before
+    // it ran and run_delay left it out. Such a request has perf-monitor's CPU below the clock's,
+    // its run-queue wait above run_delay, and their sum within the truth's.
+    bool moved = !split && cpu <= w.cpu + 200e-6 && runq >= w.runq_in - 200e-6 &&
+                 within(cpu + runq, w.cpu_in + w.runq_in, w.cpu + w.runq);
+    if (moved) ++shifted;
+    bool ok = (split || moved) && within(blocked, w.wall_in - w.cpu - w.runq, w.wall - w.cpu_in - w.runq_in);
     // Each request sleeps 200 µs in a poll, and writes and fdatasyncs 128 KiB in another: its
     // data's bios, and now and then the inode's block (its mtime moved) from the same thread;
     // and waits 500 µs for a timer between polls, on no thread. (A stretch off the CPU the kernel
@@ -151,14 +158,16 @@ void ContextTest::requests_agree_with_the_threads_own_clocks(const std::string& 
   }
   EXPECT_EQ(seen, static_cast<size_t>(kRequests)) << "every request reported";
   EXPECT_GT(hopped, static_cast<size_t>(kRequests / 10)) << "requests ran on more than one worker";
-  // The threads' own clocks are the scheduler's: where it skipped its clock update after a
-  // preempting wakeup, a thread's CPU clock takes in the wait before it ran (and run_delay leaves
-  // it out) by up to milliseconds, where perf-monitor's switch stamps do not; and now and then
-  // the kernel traces no switch for a thread (perf-monitor closes that stretch by the thread's
-  // counters). On an idle host 0-3 requests in 10,000 fall outside; under a loaded CI up to 8 in
-  // 2,000 were seen. A fault of perf-monitor's would move most of them.
-  std::printf("requests outside their truth: %zu of %ld%s\n", off, kRequests, outliers.c_str());
+  // Now and then the kernel traces no switch for a thread (perf-monitor closes that stretch by
+  // the thread's counters). On an idle host 0-3 requests in 10,000 fall outside; under a loaded
+  // CI up to 8 in 2,000 were seen. A fault of perf-monitor's would move most of them. Requests
+  // whose wait the scheduler's clock moved into CPU time (31 of 2,000 in one sanitizer run beside
+  // another test) are counted apart, and bounded too: a perf-monitor that put CPU time in the run
+  // queue would move most of them.
+  std::printf("requests outside their truth: %zu of %ld; wait moved into the thread's CPU clock: %zu%s\n", off,
+              kRequests, shifted, outliers.c_str());
   EXPECT_LE(off, static_cast<size_t>(kRequests / 100)) << outliers;
+  EXPECT_LE(shifted, static_cast<size_t>(kRequests / 10)) << "requests whose CPU time went to the run queue";
   ASSERT_FALSE(o.summary.is_null());
   EXPECT_EQ(o.summary["probe"]["context_requests"].get<double>(), kRequests);
   EXPECT_EQ(o.summary["probe"]["context_polls_lost"].get<double>(), 0);
