@@ -9,6 +9,14 @@
 
 namespace pm {
 
+// Where a frame's pc lies in the source, from DWARF's line table: the file as the compiler named
+// it (as hostile as any name: cleaned to printable UTF-8) and its line; line 0: not known.
+struct SourceLine {
+  std::string file;
+  uint32_t line = 0;
+  auto operator<=>(const SourceLine&) const = default;
+};
+
 struct StackProfile {
   // One stack: its frames outermost first, the thread's name first, kernel frames (suffixed
   // "_[k]", as FlameGraph marks them) last.
@@ -16,11 +24,15 @@ struct StackProfile {
     std::vector<std::string> frames;
     uint64_t value = 0;  // on-CPU: samples; off-CPU: nanoseconds off the CPU
     uint64_t count = 0;  // off-CPU: switch-ins that ended such a stretch (on-CPU: = value)
+    std::vector<SourceLine> lines;  // in the *_lines lists only: each frame's line (a caller's: its call)
   };
   bool on_cpu_wanted = false, off_cpu_wanted = false;
   uint64_t period_ns = 0;          // on-CPU: CPU time one sample stands for
   std::vector<Entry> on_cpu;       // most samples first
   std::vector<Entry> off_cpu;      // most time first
+  // The same stacks told apart by source line too (a function sampled at two of its lines is two
+  // entries here, one above), with `lines` filled: what the pprof files hold.
+  std::vector<Entry> on_cpu_lines, off_cpu_lines;
   uint64_t start_unix_ns = 0;      // when profiling began
   uint64_t duration_ns = 0;
   // What was not caught: records the ring buffer had no room for (their samples, or the first

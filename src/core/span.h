@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/profile.h"
 
 namespace pm {
 
@@ -40,6 +41,7 @@ struct Span {
   // span's thread spent most of its time off the CPU during it, and how long; filled for the
   // slowest requests of the summary. Empty when not known.
   std::vector<std::string> blocked_stack;
+  std::vector<SourceLine> blocked_stack_lines;  // each frame's source line, where DWARF has it
   double blocked_stack_seconds = 0;
 };
 

@@ -79,6 +79,14 @@ Json span_json(const Span& sp) {
   }
   if (!sp.blocked_stack.empty()) {
     j["blocked_stack"] = {{"frames", sp.blocked_stack}, {"off_cpu_s", ns_exact(sp.blocked_stack_seconds)}};
+    if (sp.blocked_stack_lines.size() == sp.blocked_stack.size()) {
+      // Each frame's "file:line", or null where DWARF does not say.
+      nlohmann::json lines = nlohmann::json::array();
+      for (const SourceLine& l : sp.blocked_stack_lines) {
+        lines.push_back(l.line != 0 ? nlohmann::json(l.file + ":" + std::to_string(l.line)) : nlohmann::json(nullptr));
+      }
+      j["blocked_stack"]["lines"] = std::move(lines);
+    }
   }
   return j;
 }

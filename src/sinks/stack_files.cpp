@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -70,8 +71,10 @@ std::string value_type(Strings& st, const char* type, const char* unit) {
 
 // profile.proto (github.com/google/pprof): Profile 1 sample_type, 2 sample, 4 location,
 // 5 function, 6 string_table, 9 time_nanos, 10 duration_nanos, 11 period_type, 12 period;
-// Sample 1 location_id (leaf first), 2 value; Location 1 id, 4 line; Line 1 function_id;
-// Function 1 id, 2 name, 3 system_name.
+// Sample 1 location_id (leaf first), 2 value; Location 1 id, 4 line; Line 1 function_id, 2 line;
+// Function 1 id, 2 name, 3 system_name, 4 filename.
+// A function is a frame's name in a file; a location, a frame at one line of it (as `perf` and Go
+// write them: `pprof -lines` and `-list` show the lines, the default view sums each function).
 std::string pprof_profile(const StackProfile& p, StackKind kind) {
   Strings st;
   std::string out;
@@ -84,27 +87,39 @@ std::string pprof_profile(const StackProfile& p, StackKind kind) {
     wire::bytes_field(out, 1, value_type(st, "switches", "count"));
     wire::bytes_field(out, 1, value_type(st, "off_cpu", "nanoseconds"));
   }
-  std::unordered_map<std::string, uint64_t> function_ids;  // a frame's name -> its function and location
+  // The lists told apart by line where the source gave them; else the stacks by name.
+  const std::vector<StackProfile::Entry>& lined = on ? p.on_cpu_lines : p.off_cpu_lines;
+  const std::vector<StackProfile::Entry>& entries = !lined.empty() ? lined : on ? p.on_cpu : p.off_cpu;
+  std::map<std::pair<std::string, std::string>, uint64_t> function_ids;  // (name, file) -> id
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> location_ids;       // (function, line) -> id
   std::string functions, locations;
-  for (const StackProfile::Entry& e : on ? p.on_cpu : p.off_cpu) {
+  static const SourceLine kNone;
+  for (const StackProfile::Entry& e : entries) {
     if (e.value == 0) continue;
     std::vector<uint64_t> ids;
-    for (auto f = e.frames.rbegin(); f != e.frames.rend(); ++f) {
-      auto [it, fresh] = function_ids.emplace(*f, function_ids.size() + 1);
-      if (fresh) {
-        std::string fn;
-        uint_field(fn, 1, it->second);
-        uint_field(fn, 2, st.of(*f));
-        uint_field(fn, 3, st.of(*f));
-        wire::bytes_field(functions, 5, fn);
-        std::string line;
-        uint_field(line, 1, it->second);
-        std::string loc;
-        uint_field(loc, 1, it->second);
-        wire::bytes_field(loc, 4, line);
-        wire::bytes_field(locations, 4, loc);
+    for (size_t i = e.frames.size(); i-- > 0;) {
+      const std::string& name = e.frames[i];
+      const SourceLine& line = i < e.lines.size() ? e.lines[i] : kNone;
+      auto [fn, fresh_fn] = function_ids.emplace(std::pair{name, line.file}, function_ids.size() + 1);
+      if (fresh_fn) {
+        std::string f;
+        uint_field(f, 1, fn->second);
+        uint_field(f, 2, st.of(name));
+        uint_field(f, 3, st.of(name));
+        if (!line.file.empty()) uint_field(f, 4, st.of(line.file));
+        wire::bytes_field(functions, 5, f);
       }
-      ids.push_back(it->second);
+      auto [loc, fresh_loc] = location_ids.emplace(std::pair{fn->second, line.line}, location_ids.size() + 1);
+      if (fresh_loc) {
+        std::string l;
+        uint_field(l, 1, fn->second);
+        if (line.line != 0) uint_field(l, 2, line.line);
+        std::string body;
+        uint_field(body, 1, loc->second);
+        wire::bytes_field(body, 4, l);
+        wire::bytes_field(locations, 4, body);
+      }
+      ids.push_back(loc->second);
     }
     std::string sample;
     packed(sample, 1, ids);

@@ -60,20 +60,30 @@ void lay_out(TextBlock& b) {
 
 // A stack in one line, the way a person reads it: its innermost frames of the program first
 // (leaf <- caller <- ...), then where in the kernel it was (the system call, say).
-std::string stack_line(const std::vector<std::string>& frames) {
-  std::vector<std::string_view> user, kernel;
+// `lines` (one per frame, or none): each user frame shown with its file's name and line.
+std::string stack_line(const std::vector<std::string>& frames, const std::vector<SourceLine>& lines = {}) {
+  std::vector<std::string> user;
+  std::vector<std::string_view> kernel;
   for (size_t i = 1; i < frames.size(); i++) {  // frames[0]: the thread's name
     std::string_view f = frames[i];
     if (f.ends_with("_[k]")) {
       f.remove_suffix(4);
       if (!f.starts_with("entry_SYSCALL") && !f.starts_with("do_syscall") && !f.starts_with("asm_")) kernel.push_back(f);
+    } else if (f.ends_with(" (inlined)")) {
+      // One line holds five frames: the functions that were called. (An inlined call is in the
+      // files and the report; its caller's line is where it was called.)
+      continue;
+    } else if (i < lines.size() && lines[i].line != 0) {
+      std::string_view file = lines[i].file;
+      if (auto slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+      user.push_back(fmt::format("{} ({}:{})", f, file, lines[i].line));
     } else {
-      user.push_back(f);
+      user.emplace_back(f);
     }
   }
   std::string s;
   constexpr size_t kShown = 5;
-  for (size_t n = 0; n < user.size() && n < kShown; n++) s += (n == 0 ? "" : " <- ") + std::string(user[user.size() - 1 - n]);
+  for (size_t n = 0; n < user.size() && n < kShown; n++) s += (n == 0 ? "" : " <- ") + user[user.size() - 1 - n];
   if (user.size() > kShown) s += " <- ...";
   if (!kernel.empty()) s += (s.empty() ? "in the kernel: " : "; in the kernel: ") + std::string(kernel.front());
   return fmt::format("{} [{}]", s.empty() ? "[no frames]" : s, frames.empty() ? "?" : frames[0]);
@@ -86,7 +96,8 @@ std::string slowest_requests(const RunInfo& info) {
     // --stacks=off: where it was off the CPU longest, on the line after its own.
     std::string where = r.blocked_stack.empty() ? std::string()
                                                 : fmt::format("    off the CPU longest ({}) in: {}\n",
-                                                              human_time(r.blocked_stack_seconds), stack_line(r.blocked_stack));
+                                                              human_time(r.blocked_stack_seconds),
+                                                              stack_line(r.blocked_stack, r.blocked_stack_lines));
     std::string why;  // thread context: what the blocked time waited on
     for (auto [v, what] : {std::pair{r.blocked_io_seconds, "I/O"}, std::pair{r.blocked_sleep_seconds, "sleep"},
                            std::pair{r.blocked_lock_seconds, "lock"}, std::pair{r.blocked_other_seconds, "other"}}) {

@@ -364,7 +364,7 @@ std::string find_tool(const std::string& name, const std::string& package, const
   return "";
 }
 
-RustBuild build_rust(const std::string& source, const std::string& crate) {
+RustBuild build_rust(const std::string& source, const std::string& crate, const std::string& flags) {
   RustBuild r;
   // One builds, the others wait: two building at once each renamed its own over the other's, and
   // a test whose probes were attached to the file it renamed ran the other's.
@@ -374,7 +374,7 @@ RustBuild build_rust(const std::string& source, const std::string& crate) {
   if (r.rustc.empty()) {
     r.error = "no rustc, and apt-get install rustc failed";
   } else {
-    std::string key = slurp(source) + first_line(r.rustc + " --version");
+    std::string key = slurp(source) + first_line(r.rustc + " --version") + flags;
     std::string kept = scratch_dir() + "/" + crate + "-" + std::to_string(std::hash<std::string>{}(key));
     r.legacy = kept + "-legacy";
     r.v0 = kept + "-v0";
@@ -382,7 +382,7 @@ RustBuild build_rust(const std::string& source, const std::string& crate) {
       // Both at once, then renamed: a test process running beside this one sees whole files.
       // v0 is stable since Rust 1.59 (older compilers know it as -Z).
       std::string base = temp_base() + crate, legacy = base + "-legacy", v0 = base + "-v0";
-      std::string common = r.rustc + " --edition 2021 -O --crate-name " + crate + " " + source + " -o ";
+      std::string common = r.rustc + " --edition 2021 -O " + flags + " --crate-name " + crate + " " + source + " -o ";
       std::string cmd = "(" + common + legacy + ") & (" + common + v0 +
                         " -C symbol-mangling-version=v0 || RUSTC_BOOTSTRAP=1 " + common + v0 +
                         " -Z symbol-mangling-version=v0); s=$?; wait $! && exit $s";

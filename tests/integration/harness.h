@@ -148,7 +148,8 @@ std::string find_tool(const std::string& name, const std::string& package, const
 struct RustBuild {
   std::string rustc, legacy, v0, error;  // error: why not (rustc missing and not installable, …)
 };
-RustBuild build_rust(const std::string& source, const std::string& crate);
+// `flags`: more of rustc's (`-g`), a build of their own.
+RustBuild build_rust(const std::string& source, const std::string& crate, const std::string& flags = "");
 
 // An npm package (NAME@VERSION) installed once into the scratch directory, under `dir`: its
 // node_modules, or "" and why (no node, no registry). `check` is a file of the package (relative

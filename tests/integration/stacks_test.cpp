@@ -265,7 +265,8 @@ TEST(Stacks, PprofIsReadByPprofFormatWithTheTotalsOfTheFoldedFilesAndTheJson) {
     // Stack by stack: the JSON's (its heaviest) are the reader's, frames and values.
     const Json& listed = on_cpu_pprof ? on["stacks"] : off["stacks"];
     std::map<std::vector<std::string>, uint64_t> in_pprof;
-    for (const Json& s : p["samples"]) in_pprof[s["frames"].get<std::vector<std::string>>()] = s["values"][1].get<uint64_t>();
+    // (a stack at two lines of a function is two samples there)
+    for (const Json& s : p["samples"]) in_pprof[s["frames"].get<std::vector<std::string>>()] += s["values"][1].get<uint64_t>();
     ASSERT_FALSE(listed.empty());
     for (const Json& s : listed) {
       auto frames = s["frames"].get<std::vector<std::string>>();
@@ -273,6 +274,91 @@ TEST(Stacks, PprofIsReadByPprofFormatWithTheTotalsOfTheFoldedFilesAndTheJson) {
       ASSERT_TRUE(in_pprof.count(frames)) << "a stack of the JSON is not in the pprof file";
       EXPECT_EQ(in_pprof[frames], want);
     }
+  }
+}
+
+// The line of a source file that holds `text` (1-based), 0 if none does.
+uint32_t line_of(const std::string& path, const std::string& text) {
+  std::istringstream in(slurp(path));
+  std::string line;
+  for (uint32_t n = 1; std::getline(in, line); ++n) {
+    if (line.find(text) != std::string::npos) return n;
+  }
+  return 0;
+}
+
+// Lines from DWARF: in the pprof file, the samples whose innermost program frame is hot_a (or
+// hot_b) are at the line of its arithmetic loop, as the workload's source text has it.
+TEST(Stacks, PprofLinesAreTheSourceLinesTheCpuWasSpentAt) {
+  need_root();
+  std::string why;
+  static const std::string modules = npm_modules("pprof-format@2.3.2", "pprof-format", "pprof-format/package.json", why);
+  if (modules.empty()) GTEST_SKIP() << why;
+  std::string source = std::regex_replace(std::string(PM_STACK_CPU_RS), std::regex("\\.rs$"), ".cpp");
+  std::map<std::string, uint32_t> loops{{"hot_a(unsigned long)", line_of(source, "x = x * 6364136223846793005ULL")},
+                                        {"hot_b(unsigned long)", line_of(source, "x = (x ^ (x >> 7))")}};
+  ASSERT_NE(loops.begin()->second, 0u) << source;
+  std::string pb = temp_base() + "lines.pb.gz";
+  Outcome o = run_pm({"run", "--stack-rate", "999", "--stacks-out", pb, "--", PM_STACK_CPU, "1.5"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  Json p = read_pprof(modules, pb);
+  ASSERT_TRUE(p.is_object()) << "the reader could not decode " << pb;
+  std::map<std::string, double> at_loop, all;
+  for (const Json& s : p["samples"]) {
+    auto frames = s["frames"].get<std::vector<std::string>>();
+    auto lines = s["lines"].get<std::vector<std::string>>();
+    ASSERT_EQ(frames.size(), lines.size());
+    // The innermost frame of the program's own (under it: only kernel frames, if any).
+    size_t i = frames.size();
+    while (i > 0 && frames[i - 1].ends_with("_[k]")) --i;
+    if (i == 0 || !loops.count(frames[i - 1])) continue;
+    double v = s["values"][0].get<double>();
+    all[frames[i - 1]] += v;
+    if (lines[i - 1].ends_with("stack_cpu.cpp:" + std::to_string(loops[frames[i - 1]]))) {
+      at_loop[frames[i - 1]] += v;
+    }
+  }
+  for (const auto& [fn, line] : loops) {
+    ASSERT_GT(all[fn], 100) << fn << ": its samples as the innermost frame";
+    EXPECT_GE(at_loop[fn], 0.8 * all[fn]) << fn << " at stack_cpu.cpp:" << line << ": " << at_loop[fn] << " of "
+                                          << all[fn] << " samples";
+    std::printf("%s: %.0f of %.0f samples at stack_cpu.cpp:%u\n", fn.c_str(), at_loop[fn], all[fn], line);
+  }
+
+  // Rust (rustc -O -g) puts its functions below namespaces in DWARF: the arithmetic inlined into
+  // hot_a and hot_b (#[inline(always)] spin_a, spin_b) is a frame of its own, at a line of its
+  // body, and hot_a's frame is at the line that calls it.
+  static const RustBuild rust = build_rust(PM_STACK_CPU_RS, "stack_cpu_rs", "-g");
+  if (!rust.error.empty()) GTEST_SKIP() << rust.error;
+  std::string rs = PM_STACK_CPU_RS;
+  pb = temp_base() + "rust-lines.pb.gz";
+  o = run_pm({"run", "--stack-rate", "999", "--stacks-out", pb, "--", rust.legacy, "1.5"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  p = read_pprof(modules, pb);
+  ASSERT_TRUE(p.is_object()) << "the reader could not decode " << pb;
+  for (const std::string which : {"a", "b"}) {
+    std::string spin = "stack_cpu_rs::burn::spin_" + which + " (inlined)", hot = "stack_cpu_rs::burn::hot_" + which;
+    uint32_t body = line_of(rs, "fn spin_" + which + "(mut x: u64)"), call = line_of(rs, "x = spin_" + which + "(x);");
+    ASSERT_NE(body, 0u);
+    double samples = 0, in_body = 0, at_call = 0;
+    for (const Json& s : p["samples"]) {
+      auto frames = s["frames"].get<std::vector<std::string>>();
+      auto lines = s["lines"].get<std::vector<std::string>>();
+      auto at = std::find(frames.begin(), frames.end(), spin);
+      if (at == frames.end() || at == frames.begin()) continue;
+      size_t i = static_cast<size_t>(at - frames.begin());
+      double v = s["values"][0].get<double>();
+      samples += v;
+      for (uint32_t l = body; l < body + 6; ++l) {
+        if (lines[i].ends_with("stack_cpu.rs:" + std::to_string(l))) in_body += v;
+      }
+      if (frames[i - 1] == hot && lines[i - 1].ends_with("stack_cpu.rs:" + std::to_string(call))) at_call += v;
+    }
+    EXPECT_GT(samples, 100) << spin << ": samples through it";
+    EXPECT_EQ(in_body, samples) << spin << " at a line of its body (stack_cpu.rs:" << body << "..)";
+    EXPECT_EQ(at_call, samples) << hot << " at its call (stack_cpu.rs:" << call << ")";
+    std::printf("%s: %.0f samples, in its body %.0f, %s at its call %.0f\n", spin.c_str(), samples, in_body,
+                hot.c_str(), at_call);
   }
 }
 
@@ -310,7 +396,11 @@ TEST(Stacks, TheSlowestRequestOfTheExampleServerShowsWhereItBlocked) {
                       "30", "2", scratch_dir()});
   ASSERT_EQ(t.exit_code, 0) << t.err;
   EXPECT_NE(t.err.find("    off the CPU longest ("), std::string::npos) << t.err;
-  EXPECT_NE(t.err.find("server::app::handler::process_request <- [uretprobe]"), std::string::npos) << t.err;
+  EXPECT_TRUE(std::regex_search(t.err, std::regex(R"(server::app::handler::process_request( \([^ ]+:[0-9]+\))? <- \[uretprobe\])")))
+      << t.err;
+  // Each frame's line, or null (the JSON's list as long as the frames).
+  ASSERT_TRUE(slowest["blocked_stack"].contains("lines")) << slowest.dump();
+  EXPECT_EQ(slowest["blocked_stack"]["lines"].size(), frames.size()) << slowest.dump();
 }
 
 // A thread's name is chosen by whoever runs it: in the folded file it cannot add frames or end

@@ -301,6 +301,8 @@ TEST(ReportPage, StacksAreFlameGraphsAndTheSlowestRequestsSayWhereTheyBlocked) {
     EXPECT_NE(got[k]["said"].get<std::string>().find("matched:"), std::string::npos) << k;
   }
   EXPECT_NE(got["blocked"].get<std::string>().find("process_request"), std::string::npos) << got["blocked"];
+  // shop is built -g: its frames say their lines
+  EXPECT_NE(got["blocked"].get<std::string>().find("shop.cpp:"), std::string::npos) << got["blocked"];
   std::filesystem::remove(jsonl);
   std::filesystem::remove(html);
 }

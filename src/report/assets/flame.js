@@ -104,7 +104,10 @@ PM.renderBlockedStacks = function (parent, slow) {
   const list = PM.el('div', { class: 'card wide blocked' }, PM.el('h3', { text: 'Where each slow request was off the CPU longest' }));
   for (const s of rows) {
     const frames = s.blocked_stack.frames.map(String);
-    const user = frames.slice(1).filter(f => !f.endsWith('_[k]')).reverse();
+    // each frame's "file:line" where the recording has it (null where DWARF had none)
+    const lines = Array.isArray(s.blocked_stack.lines) ? s.blocked_stack.lines : [];
+    const user = frames.map((f, i) => (typeof lines[i] === 'string' && lines[i] ? `${f}  (${lines[i]})` : f))
+      .slice(1).filter(f => !f.endsWith('_[k]')).reverse();
     const kernel = frames.filter(f => f.endsWith('_[k]'));
     const head = `request ${s.request_id ?? '?'}` + (s.function ? ` (${s.function})` : '') + `: ${PM.fmt(Number(s.blocked_stack.off_cpu_s) || 0, 'seconds', true)} of ${PM.fmt(Number(s.latency_s) || 0, 'seconds', true)}`;
     list.append(PM.el('p', { class: 'blocked-head', text: head }),

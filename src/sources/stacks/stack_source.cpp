@@ -58,26 +58,50 @@ constexpr size_t kPtRegsSp = 19;
 
 uint64_t period_ns(int rate_hz) { return 1'000'000'000ULL / static_cast<uint64_t>(std::max(rate_hz, 1)); }  // x86-64 pt_regs: sp
 
-std::string join(const std::vector<std::string>& frames) {
+// A stack's frames and each one's line (empty: no lines), as one key.
+std::string join(const std::vector<std::string>& frames, const std::vector<SourceLine>& lines) {
   std::string s;
-  for (const std::string& f : frames) {
-    s += f;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    s += frames[i];
+    if (i < lines.size()) {
+      s += '\t';
+      s += lines[i].file;
+      s += ':';
+      s += std::to_string(lines[i].line);
+    }
     s += '\n';
   }
   return s;
 }
 
+// A stack and its source lines, as named.
+struct Named {
+  std::vector<std::string> frames;
+  std::vector<SourceLine> lines;  // one per frame
+};
+
 struct Table {
   std::unordered_map<std::string, size_t> index;
   std::vector<StackProfile::Entry> entries;
-  size_t index_of(std::vector<std::string> frames) {
-    std::string key = join(frames);
+  size_t index_of(std::vector<std::string> frames, std::vector<SourceLine> lines = {}) {
+    std::string key = join(frames, lines);
     auto [it, fresh] = index.emplace(std::move(key), entries.size());
-    if (fresh) entries.push_back({std::move(frames), 0, 0});
+    if (fresh) entries.push_back({std::move(frames), 0, 0, std::move(lines)});
     return it->second;
   }
-  StackProfile::Entry& at(std::vector<std::string> frames) { return entries[index_of(std::move(frames))]; }
+  StackProfile::Entry& at(Named named) { return entries[index_of(std::move(named.frames), std::move(named.lines))]; }
 };
+
+// The entries told apart by line, summed by frames alone (their lines left out).
+std::vector<StackProfile::Entry> by_frames(const std::vector<StackProfile::Entry>& with_lines) {
+  Table t;
+  for (const StackProfile::Entry& e : with_lines) {
+    StackProfile::Entry& sum = t.entries[t.index_of(e.frames)];
+    sum.value += e.value;
+    sum.count += e.count;
+  }
+  return std::move(t.entries);
+}
 
 constexpr size_t kMaxRawStacks = 200000;
 // Where a request blocked: stretches off the CPU of 100 us or more, kept per thread (the last
@@ -112,7 +136,7 @@ struct StackSource::Impl {
   // An on-CPU stack by what was sampled (the address space, thread name, kernel stack and user
   // pcs): a stack sampled again is counted without naming its frames again.
   std::unordered_map<std::string, size_t> on_cpu_raw;
-  std::map<pm_off_key, std::vector<std::string>, KeyLess> places;  // off-CPU place -> its frames
+  std::map<pm_off_key, Named, KeyLess> places;  // off-CPU place -> its frames
   std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> stretch_ring{nullptr, ring_buffer__free};
   std::unordered_map<uint32_t, std::deque<pm_stretch>> stretches;  // by thread, oldest first
   struct Blocked {
@@ -186,13 +210,16 @@ struct StackSource::Impl {
   };
   std::vector<Walked> walked;
 
-  std::vector<std::string> frames_of(const Walked& r) {
-    std::vector<std::string> out;
-    out.push_back(clean_utf8(std::string_view(r.comm, strnlen(r.comm, sizeof r.comm))));
-    stacks::Frames user = unwinder.name({r.tgid, r.mm, r.exec_id}, r.pcs);
-    out.insert(out.end(), user.begin(), user.end());
+  // The thread's name, its user frames, its kernel frames; lines for the user frames only.
+  Named frames_of(const Walked& r) {
+    Named out;
+    out.frames.push_back(clean_utf8(std::string_view(r.comm, strnlen(r.comm, sizeof r.comm))));
+    out.lines.emplace_back();
+    stacks::Frames user = unwinder.name({r.tgid, r.mm, r.exec_id}, r.pcs, &out.lines);
+    out.frames.insert(out.frames.end(), user.begin(), user.end());
     const auto& k = kernel_frames(r.kstack);
-    out.insert(out.end(), k.begin(), k.end());
+    out.frames.insert(out.frames.end(), k.begin(), k.end());
+    out.lines.resize(out.frames.size());
     return out;
   }
 
@@ -209,7 +236,8 @@ struct StackSource::Impl {
     auto it = on_cpu_raw.find(raw);
     if (it == on_cpu_raw.end()) {
       if (on_cpu_raw.size() >= kMaxRawStacks) on_cpu_raw.clear();
-      it = on_cpu_raw.emplace(std::move(raw), on_cpu.index_of(frames_of(r))).first;
+      Named named = frames_of(r);
+      it = on_cpu_raw.emplace(std::move(raw), on_cpu.index_of(std::move(named.frames), std::move(named.lines))).first;
     }
     StackProfile::Entry& e = on_cpu.entries[it->second];
     e.value++;
@@ -307,15 +335,16 @@ struct StackSource::Impl {
       prev = &key;
       pm_off_value v{};
       if (bpf_map_lookup_elem(fd, &key, &v) != 0 || v.ns == 0) continue;
-      std::vector<std::string> frames;
+      Named named;
       if (auto it = places.find(key); it != places.end()) {
-        frames = it->second;
+        named = it->second;
       } else {
-        frames.push_back("[unknown]");
+        named.frames.push_back("[unknown]");
         const auto& k = kernel_frames(key.kstack);
-        frames.insert(frames.end(), k.begin(), k.end());
+        named.frames.insert(named.frames.end(), k.begin(), k.end());
+        named.lines.resize(named.frames.size());
       }
-      StackProfile::Entry& e = off.at(std::move(frames));
+      StackProfile::Entry& e = off.at(std::move(named));
       e.value += v.ns;
       e.count += v.switches;
     }
@@ -407,10 +436,13 @@ void StackSource::finish() {
   auto by_value = [](const StackProfile::Entry& a, const StackProfile::Entry& b) {
     return a.value != b.value ? a.value > b.value : a.frames < b.frames;
   };
-  p.on_cpu = std::move(m.on_cpu.entries);
-  p.off_cpu = std::move(off.entries);
-  std::sort(p.on_cpu.begin(), p.on_cpu.end(), by_value);
-  std::sort(p.off_cpu.begin(), p.off_cpu.end(), by_value);
+  p.on_cpu_lines = std::move(m.on_cpu.entries);
+  p.off_cpu_lines = std::move(off.entries);
+  p.on_cpu = by_frames(p.on_cpu_lines);
+  p.off_cpu = by_frames(p.off_cpu_lines);
+  for (auto* list : {&p.on_cpu, &p.off_cpu, &p.on_cpu_lines, &p.off_cpu_lines}) {
+    std::sort(list->begin(), list->end(), by_value);
+  }
   pm_stack_counters c = m.counters();
   p.records_lost = c.records_lost;
   p.off_lost_ns = c.off_lost_ns;
@@ -425,9 +457,10 @@ void StackSource::report(EndReport& r) const {
     if (list == impl_->slow.end()) continue;
     for (const Impl::Blocked& b : list->second) {
       if (b.tid != sp.tid || b.pid != sp.pid || b.start != sp.start || b.place_seconds <= 0) continue;
-      auto frames = impl_->places.find(b.place);
-      if (frames == impl_->places.end()) break;
-      sp.blocked_stack = frames->second;
+      auto place = impl_->places.find(b.place);
+      if (place == impl_->places.end()) break;
+      sp.blocked_stack = place->second.frames;
+      sp.blocked_stack_lines = place->second.lines;
       sp.blocked_stack_seconds = b.place_seconds;
       break;
     }

@@ -31,6 +31,12 @@ namespace {
 constexpr size_t kMaxProcesses = 256;      // processes whose mappings and names are kept
 constexpr size_t kMaxNamesPerProcess = 65536;
 constexpr int kMaxInlineDepth = 32;
+
+// One pc's frames (outermost first) and each one's source line.
+struct Named {
+  Frames frames;
+  std::vector<SourceLine> lines;
+};
 constexpr size_t kMaxMapsBytes = 4 << 20;  // a /proc/PID/maps beyond this is read that far
 constexpr uint64_t kRereadAfterNs = 500'000;  // a process's mappings are read at most this often
 constexpr uint64_t kUprobesPageX86 = 0x7fffffffe000;  // where x86-64 kernels put the uprobes' page
@@ -68,7 +74,7 @@ struct Unwinder::Process {
   // Each mapped file by the path /proc/PID/maps gives it, held open.
   std::unordered_map<std::string, std::shared_ptr<UniqueFd>> files;
   const UserState* current = nullptr;
-  std::unordered_map<uint64_t, Frames> names;  // by pc (as looked up: a return address less 1)
+  std::unordered_map<uint64_t, Named> names;  // by pc (as looked up: a return address less 1)
   uint64_t used = 0;
   ~Process() {
     if (dwfl != nullptr) dwfl_end(dwfl);
@@ -181,44 +187,103 @@ std::string die_name(Dwarf_Die* die) {
   const char* s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
   if (s == nullptr) s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
   if (s != nullptr) return clean_name(s);
-  s = dwarf_diename(die);
+  s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));  // its abstract origin's, for an inlined call
   return s != nullptr ? clean_utf8(s) : std::string();
 }
 
+// A source file named by the compiler (DW_AT_name of a line table's file, an inlined call's
+// DW_AT_call_file): printable UTF-8, whatever its bytes.
+SourceLine source_line(const char* file, int line) {
+  if (file == nullptr || line <= 0) return {};
+  return {clean_utf8(file), static_cast<uint32_t>(line)};
+}
+
+// Where an inlined call's DIE was called from: DW_AT_call_file (an index into its CU's files)
+// and DW_AT_call_line.
+SourceLine call_site(Dwarf_Die* cu, Dwarf_Die* inlined) {
+  Dwarf_Attribute attr;
+  Dwarf_Word file = 0, line = 0;
+  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &file) != 0 ||
+      dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr), &line) != 0 || line > UINT32_MAX) {
+    return {};
+  }
+  Dwarf_Files* files = nullptr;
+  size_t n = 0;
+  if (dwarf_getsrcfiles(cu, &files, &n) != 0 || file >= n) return {};
+  return source_line(dwarf_filesrc(files, file, nullptr, nullptr), static_cast<int>(line));
+}
+
+// The DIEs holding `pc` (a CU-relative address), innermost first, as dwarf_getscopes gives them;
+// also below DIEs without addresses that hold functions (namespaces, types: where Rust puts its
+// functions, and where libdw 0.188's dwarf_getscopes does not look).
+bool scopes_at(Dwarf_Die* parent, Dwarf_Addr pc, std::vector<Dwarf_Die>& out, int depth = 0) {
+  Dwarf_Die child;
+  if (depth > 64 || dwarf_child(parent, &child) != 0) return false;
+  do {
+    int tag = dwarf_tag(&child);
+    bool container = tag == DW_TAG_namespace || tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
+                     tag == DW_TAG_union_type || tag == DW_TAG_enumeration_type;
+    if (dwarf_haspc(&child, pc) > 0) {
+      scopes_at(&child, pc, out, depth + 1);  // the inner ones first
+      out.push_back(child);
+      return true;
+    }
+    if (container && scopes_at(&child, pc, out, depth + 1)) return true;
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return false;
+}
+
 // The frames of one pc: the function holding it and, where DWARF says calls were inlined there,
-// each inlined function, outermost first.
-Frames name_pc(Dwfl* dwfl, uint64_t pc) {
+// each inlined function, outermost first; and each one's line: the pc's for the innermost, the
+// inlined call's site for the others.
+Named name_pc(Dwfl* dwfl, uint64_t pc) {
   Dwfl_Module* mod = dwfl_addrmodule(dwfl, pc);
-  if (mod == nullptr) return {"[unknown]"};
+  if (mod == nullptr) return {{"[unknown]"}, {{}}};
   GElf_Off off = 0;
   GElf_Sym sym;
   const char* raw = dwfl_module_addrinfo(mod, pc, &off, &sym, nullptr, nullptr, nullptr);
-  Frames out;
+  Named out;
   if (raw != nullptr && *raw != '\0') {
-    out.push_back(clean_name(raw));
+    out.frames.push_back(clean_name(raw));
   } else {
     Dwarf_Addr low = 0;
     const char* mname = dwfl_module_info(mod, nullptr, &low, nullptr, nullptr, nullptr, nullptr, nullptr);
     std::string base = mname != nullptr ? mname : "?";
     if (auto slash = base.rfind('/'); slash != std::string::npos) base = base.substr(slash + 1);
-    out.push_back(clean_utf8(fmt::format("[{}+{:#x}]", base, pc - low)));
+    out.frames.push_back(clean_utf8(fmt::format("[{}+{:#x}]", base, pc - low)));
+    out.lines.emplace_back();
     return out;
+  }
+  SourceLine at_pc;
+  if (Dwfl_Line* line = dwfl_module_getsrc(mod, pc); line != nullptr) {
+    int lineno = 0;
+    const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
+    at_pc = source_line(file, lineno);
   }
   Dwarf_Addr bias = 0;
   Dwarf_Die* cu = dwfl_module_addrdie(mod, pc, &bias);
-  if (cu == nullptr) return out;
-  Dwarf_Die* scopes = nullptr;
-  int n = dwarf_getscopes(cu, pc - bias, &scopes);
-  if (n > 0) {
-    std::vector<std::string> inlined;  // innermost first
-    for (int i = 0; i < n && i < kMaxInlineDepth; i++) {
-      if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
-      std::string name = die_name(&scopes[i]);
-      if (!name.empty()) inlined.push_back(name + " (inlined)");
-    }
-    for (auto it = inlined.rbegin(); it != inlined.rend(); ++it) out.push_back(*it);
+  Dwarf_Die* found = nullptr;
+  int n = cu != nullptr ? dwarf_getscopes(cu, pc - bias, &found) : 0;
+  std::vector<Dwarf_Die> scopes(found, found + std::max(n, 0));
+  std::free(found);
+  if (n <= 0 && cu != nullptr) scopes_at(cu, pc - bias, scopes);
+  n = static_cast<int>(scopes.size());
+  // Innermost first: each inlined function, and the line it is at (the pc's, then each one's
+  // call site is its caller's line).
+  std::vector<std::pair<std::string, SourceLine>> inlined;
+  SourceLine line = at_pc;
+  for (int i = 0; i < n && i < kMaxInlineDepth; i++) {
+    if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
+    std::string name = die_name(&scopes[i]);
+    // (an inlined call without a name is no frame: its line goes with it, its caller has its own)
+    if (!name.empty()) inlined.emplace_back(name + " (inlined)", std::move(line));
+    line = call_site(cu, &scopes[i]);
   }
-  std::free(scopes);
+  out.lines.push_back(std::move(line));
+  for (auto it = inlined.rbegin(); it != inlined.rend(); ++it) {
+    out.frames.push_back(std::move(it->first));
+    out.lines.push_back(std::move(it->second));
+  }
   return out;
 }
 
@@ -380,7 +445,7 @@ std::vector<uint64_t> Unwinder::walk(const Space& space, uint32_t tid, uint64_t 
   return std::move(w.pcs);
 }
 
-Frames Unwinder::name(const Space& space, const std::vector<uint64_t>& pcs) {
+Frames Unwinder::name(const Space& space, const std::vector<uint64_t>& pcs, std::vector<SourceLine>* lines) {
   if (pcs.empty()) return {};
   Process* p = process(space, false);
   g_current = p;
@@ -393,13 +458,14 @@ Frames Unwinder::name(const Space& space, const std::vector<uint64_t>& pcs) {
       // it: the page below the top of user space (x86-64: TASK_SIZE is 0x7ffffffff000).
       bool uretprobe = p->uprobes_lo != 0 ? *it + 1 >= p->uprobes_lo && *it < p->uprobes_hi
                                           : *it + 1 == kUprobesPageX86 && dwfl_addrmodule(p->dwfl, *it) == nullptr;
-      Frames f = uretprobe ? Frames{"[uretprobe]"}
-                 : p->dwfl != nullptr                        ? name_pc(p->dwfl, *it)
-                                                             : Frames{"[unknown]"};
+      Named f = uretprobe ? Named{{"[uretprobe]"}, {{}}}
+                : p->dwfl != nullptr ? name_pc(p->dwfl, *it)
+                                     : Named{{"[unknown]"}, {{}}};
       if (p->names.size() >= kMaxNamesPerProcess) p->names.clear();
       found = p->names.emplace(*it, std::move(f)).first;
     }
-    out.insert(out.end(), found->second.begin(), found->second.end());
+    out.insert(out.end(), found->second.frames.begin(), found->second.frames.end());
+    if (lines != nullptr) lines->insert(lines->end(), found->second.lines.begin(), found->second.lines.end());
   }
   g_current = nullptr;
   return out;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/fd.h"
+#include "core/profile.h"
 
 namespace pm::stacks {
 
@@ -62,7 +63,8 @@ class Unwinder {
   // for it however recently they were (else at most every 0.5 ms a process).
   std::vector<uint64_t> walk(const Space& space, uint32_t tid, uint64_t time_ns, const UserState& state,
                              bool once = false, size_t max_frames = 127);
-  Frames name(const Space& space, const std::vector<uint64_t>& pcs);
+  // `lines`, where given, gets each frame's source line (file "" where DWARF has none).
+  Frames name(const Space& space, const std::vector<uint64_t>& pcs, std::vector<SourceLine>* lines = nullptr);
 
   // What it did: stacks unwound, and those that stopped before their outermost frame (their
   // copy ended, or no CFI covered a frame).

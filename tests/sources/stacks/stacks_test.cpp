@@ -87,6 +87,7 @@ __attribute__((noinline)) void capture(Captured& c) {
   c.stack.resize(end - c.sp);
   copy_stack(c.stack.data(), c.sp, c.stack.size());
 }
+constexpr uint32_t kCaptureCall = __LINE__ + 2;  // middle_frame's call of capture
 __attribute__((noinline)) void middle_frame(Captured& c) {
   capture(c);
   asm volatile("" ::: "memory");  // not a tail call: this frame stays
@@ -105,8 +106,10 @@ TEST(Unwinder, UnwindsACopiedStackByItsCfiAndNamesTheFrames) {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-  stacks::Frames f = u.unwind({static_cast<uint32_t>(::getpid()), 1, 1}, static_cast<uint32_t>(::syscall(SYS_gettid)),
-                              now, st);
+  stacks::Unwinder::Space space{static_cast<uint32_t>(::getpid()), 1, 1};
+  std::vector<SourceLine> lines;
+  stacks::Frames f = u.name(space, u.walk(space, static_cast<uint32_t>(::syscall(SYS_gettid)), now, st), &lines);
+  ASSERT_EQ(lines.size(), f.size());
   std::string all;
   for (const std::string& s : f) all += s + "\n";
   auto at = [&](const std::string& name) {
@@ -123,6 +126,10 @@ TEST(Unwinder, UnwindsACopiedStackByItsCfiAndNamesTheFrames) {
   EXPECT_LT(at("middle_frame"), at("capture")) << all;
   EXPECT_EQ(f[static_cast<size_t>(at("middle_frame"))], "pm::(anonymous namespace)::middle_frame(pm::(anonymous namespace)::Captured&)")
       << all;
+  // Its line: where it calls capture, in this file (DWARF's line table, this test built with -g).
+  const SourceLine& middle = lines[static_cast<size_t>(at("middle_frame"))];
+  EXPECT_EQ(middle.line, kCaptureCall) << middle.file;
+  EXPECT_TRUE(middle.file.ends_with("stacks_test.cpp")) << middle.file;
   // The test's own body and gtest are beyond it: the walk went on past the frames it made.
   EXPECT_GE(at("UnwindsACopiedStack"), 0) << all;
   // A copy cut short ends the walk where it ends, without reading anything else.
@@ -147,6 +154,22 @@ TEST(StackFiles, FoldedLinesKeepSpacesAndTurnSemicolonsOfANameIntoColons) {
   EXPECT_EQ(folded_stacks(p, StackKind::kOnCpu), "app;main;ns::f(int, char const*) 7\na:b;main;g 3\n");
   // Off-CPU in whole microseconds; a stack under one is left out (its time is in the JSON's ns).
   EXPECT_EQ(folded_stacks(p, StackKind::kOffCpu), "app;main;fsync;do_fsync_[k] 2500\n");
+}
+
+// Stacks told apart by line are one function in the file, at two locations, and its file is named.
+TEST(StackFiles, PprofFunctionsHaveTheirFileAndLocationsTheirLines) {
+  StackProfile p = profile();
+  p.on_cpu_lines = {{{"app", "f"}, 2, 2, {{}, {"/src/a.cpp", 10}}}, {{"app", "f"}, 5, 5, {{}, {"/src/a.cpp", 12}}}};
+  std::string on = pprof_profile(p, StackKind::kOnCpu);
+  EXPECT_NE(on.find("/src/a.cpp"), std::string::npos);
+  EXPECT_EQ(on.find("ns::f(int, char const*)"), std::string::npos) << "the lines' list, not the one by name";
+  // Functions: "app" (no file) and "f" in a.cpp; locations: app, f:10, f:12.
+  auto count = [&](const std::string& field) {
+    size_t n = 0;
+    for (size_t at = on.find(field); at != std::string::npos; at = on.find(field, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("/src/a.cpp"), 1u) << "the file once in the string table";
 }
 
 TEST(StackFiles, PprofPathsAndTheMessagesLastSampleType) {
