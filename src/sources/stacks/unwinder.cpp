@@ -31,6 +31,7 @@ namespace {
 constexpr size_t kMaxProcesses = 256;      // processes whose mappings and names are kept
 constexpr size_t kMaxNamesPerProcess = 65536;
 constexpr int kMaxInlineDepth = 32;
+constexpr size_t kMaxDiesPerLookup = 1 << 20;  // DIEs looked at for one pc's scopes
 
 // One pc's frames (outermost first) and each one's source line.
 struct Named {
@@ -216,19 +217,22 @@ SourceLine call_site(Dwarf_Die* cu, Dwarf_Die* inlined) {
 // The DIEs holding `pc` (a CU-relative address), innermost first, as dwarf_getscopes gives them;
 // also below DIEs without addresses that hold functions (namespaces, types: where Rust puts its
 // functions, and where libdw 0.188's dwarf_getscopes does not look).
-bool scopes_at(Dwarf_Die* parent, Dwarf_Addr pc, std::vector<Dwarf_Die>& out, int depth = 0) {
+// `budget`: DIEs it may still look at (a hostile file's siblings could run in a circle).
+bool scopes_at(Dwarf_Die* parent, Dwarf_Addr pc, std::vector<Dwarf_Die>& out, size_t& budget, int depth = 0) {
   Dwarf_Die child;
   if (depth > 64 || dwarf_child(parent, &child) != 0) return false;
   do {
+    if (budget == 0) return false;
+    --budget;
     int tag = dwarf_tag(&child);
     bool container = tag == DW_TAG_namespace || tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
                      tag == DW_TAG_union_type || tag == DW_TAG_enumeration_type;
     if (dwarf_haspc(&child, pc) > 0) {
-      scopes_at(&child, pc, out, depth + 1);  // the inner ones first
+      scopes_at(&child, pc, out, budget, depth + 1);  // the inner ones first
       out.push_back(child);
       return true;
     }
-    if (container && scopes_at(&child, pc, out, depth + 1)) return true;
+    if (container && scopes_at(&child, pc, out, budget, depth + 1)) return true;
   } while (dwarf_siblingof(&child, &child) == 0);
   return false;
 }
@@ -266,7 +270,8 @@ Named name_pc(Dwfl* dwfl, uint64_t pc) {
   int n = cu != nullptr ? dwarf_getscopes(cu, pc - bias, &found) : 0;
   std::vector<Dwarf_Die> scopes(found, found + std::max(n, 0));
   std::free(found);
-  if (n <= 0 && cu != nullptr) scopes_at(cu, pc - bias, scopes);
+  size_t budget = kMaxDiesPerLookup;
+  if (n <= 0 && cu != nullptr) scopes_at(cu, pc - bias, scopes, budget);
   n = static_cast<int>(scopes.size());
   // Innermost first: each inlined function, and the line it is at (the pc's, then each one's
   // call site is its caller's line).
