@@ -215,10 +215,14 @@ Result<std::unique_ptr<Target>> Target::create(const TargetSpec& spec) {
   for (const auto& a : spec.command) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   std::vector<std::string> candidates = exec_candidates(spec.command[0]);
+  // Until its exec the child goes by the name the kernel gives it at exec (the file's base name,
+  // 15 bytes), not perf-monitor's: its first moments, in the profiles and lists, are the command's.
+  std::string comm = spec.command[0].substr(spec.command[0].rfind('/') + 1).substr(0, 15);
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return Error::from_errno(errno, "fork");
   if (pid == 0) {
+    if (!comm.empty()) ::prctl(PR_SET_NAME, comm.c_str());
     ::close(go_w.get());
     ::close(err_r.get());
     // If perf-monitor dies, so does the command (the watchdog ends its descendants).
