@@ -96,6 +96,8 @@ static __always_inline __u64 wake_flags(struct task_struct *t) {
 struct pm_off_state {
   __u64 out_ns;
   struct pm_off_key key;
+  __u32 placed;  // key's slot was there at the thread's last switch in (slots are never removed)
+  __u32 pad;
   __u64 walk_uip, walk_usp;
   __s64 walk_nr;
   __s32 walk_kstack;
@@ -142,7 +144,7 @@ static __always_inline bool has_user(struct task_struct *t) { return !(t->flags 
 // The record's user part: the registers saved at the thread's entry into the kernel (a system
 // call, or the interrupt that took the sample while it ran in user mode) and the stack above
 // their sp, as far as it is mapped (chunk by chunk: a read that crosses the top of the stack
-// fails whole).
+// fails whole). Short of PM_STACK_BYTES by less than a chunk where sp is not aligned.
 static __always_inline void copy_user(struct pm_stack_record *r, struct task_struct *t) {
   r->user = 0;
   r->stack_len = 0;
@@ -153,14 +155,23 @@ static __always_inline void copy_user(struct pm_stack_record *r, struct task_str
   if (bpf_probe_read_kernel(r->regs, size, regs) != 0) return;
   r->user = 1;
   __u64 sp = PT_REGS_SP_CORE(regs);
+  // The chunks are aligned to their size (a divisor of the page's): none straddles the end of the
+  // stack's mapping, wherever sp lies in its page (the main thread's can lie less than a chunk
+  // below the top, its place there random). The first runs from sp to its chunk's end.
+  __u32 first = PM_STACK_CHUNK - (__u32)(sp & (PM_STACK_CHUNK - 1));
+  if (first > PM_STACK_CHUNK) first = PM_STACK_CHUNK;  // (1..CHUNK: for the verifier)
   __u32 len = 0;
-  for (int i = 0; i < PM_STACK_CHUNKS; i++) {
-    if (bpf_probe_read_user(r->stack + i * PM_STACK_CHUNK, PM_STACK_CHUNK, (void *)(sp + i * PM_STACK_CHUNK)) != 0)
-      break;
-    len += PM_STACK_CHUNK;
+  if (first > 0 && bpf_probe_read_user(r->stack, first, (void *)sp) == 0) {
+    len = first;
+    for (int i = 0; i < PM_STACK_CHUNKS - 1; i++) {
+      __u32 off = first + i * PM_STACK_CHUNK;
+      if (off > PM_STACK_BYTES - PM_STACK_CHUNK) break;
+      if (bpf_probe_read_user(r->stack + off, PM_STACK_CHUNK, (void *)(sp + off)) != 0) break;
+      len = off + PM_STACK_CHUNK;
+    }
   }
   r->stack_len = len;
-  if (len < PM_STACK_BYTES) {
+  if (len <= PM_STACK_BYTES - PM_STACK_CHUNK) {
     struct pm_stack_counters *c = counts();
     if (c) c->stack_copy_short++;
   }
@@ -223,7 +234,7 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
           nr = syscall_nr(regs);
         }
       }
-      struct pm_stack_counters *c = counts();
+      struct pm_stack_counters *c = 0;
       if (s->walk_reused + 1 < kstack_every && s->walk_uip == key.uip && s->walk_usp == key.usp &&
           s->walk_nr == (nr << 1 | key.preempted) && s->walk_kstack >= 0) {
         key.kstack = s->walk_kstack;
@@ -231,17 +242,20 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
       } else {
         // The current task is prev: its kernel stack is the one going to sleep.
         key.kstack = bpf_get_stackid(ctx, &kstacks, 0);
-        if (key.kstack < 0 && key.kstack != -PM_EFAULT && c) c->kstack_lost++;
+        if (key.kstack < 0 && key.kstack != -PM_EFAULT && (c = counts())) c->kstack_lost++;
         s->walk_uip = key.uip;
         s->walk_usp = key.usp;
         s->walk_nr = nr << 1 | key.preempted;
         s->walk_kstack = key.kstack;
         s->walk_reused = 0;
       }
-      if (!bpf_map_lookup_elem(&off_slots, &key)) {
+      // The place it left from last time, found then: it is there still. Else it is looked up.
+      bool same = s->placed && s->key.kstack == key.kstack && s->key.preempted == key.preempted &&
+                  s->key.uip == key.uip && s->key.usp == key.usp && s->key.pid == key.pid && s->key.tgid == key.tgid;
+      if (!same && !bpf_map_lookup_elem(&off_slots, &key)) {
         struct pm_off_value zero = {};
         if (bpf_map_update_elem(&off_slots, &key, &zero, BPF_NOEXIST) == 0) {
-          struct pm_stack_record *r = reserve(c);
+          struct pm_stack_record *r = reserve(counts());
           if (r) {
             fill(r, PM_STACK_OFF_CPU, prev, key.kstack);
             r->key = key;
@@ -260,9 +274,11 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
   if (s && s->out_ns != 0) {
     __u64 off = now - s->out_ns;
     struct pm_off_value *v = bpf_map_lookup_elem(&off_slots, &s->key);
+    s->placed = v != 0;
     if (v) {
-      __sync_fetch_and_add(&v->ns, off);
-      __sync_fetch_and_add(&v->switches, 1);
+      // A slot is one thread's (its key holds the pid): only this thread's switch in adds to it.
+      v->ns += off;
+      v->switches++;
       if (stretch_min_ns != 0 && off >= stretch_min_ns) {
         struct pm_stretch e = {};
         e.out_ns = s->out_ns;

@@ -74,7 +74,7 @@ struct pm_stack_counters {
   __u64 off_slots_full; /* off-CPU stretches that found no slot (map full) */
   __u64 off_lost_ns;    /* and their time */
   __u64 kstack_lost;    /* kernel stacks the stack map could not hold */
-  __u64 stack_copy_short; /* user stacks copied short of PM_STACK_BYTES (the top of the stack) */
+  __u64 stack_copy_short; /* user stacks copied short of PM_STACK_BYTES less a chunk (the top of the stack) */
   __u64 stretches_lost;   /* stretches the ring buffer had no room for */
 };
 

@@ -287,6 +287,25 @@ uint32_t line_of(const std::string& path, const std::string& text) {
   return 0;
 }
 
+// A stack whose sp lies a few hundred bytes below the end of its mapping (as the main thread's
+// may: where, ASLR decides) is copied up to that end and unwinds whole: the copy is not one read
+// that crosses into the page above and fails.
+TEST(Stacks, AStackEndingJustAboveItsSpUnwindsWhole) {
+  need_root();
+  std::string folded = temp_base() + "top.folded";
+  Outcome o = run_pm({"run", "--stacks=off", "--off-stacks-out", folded, "--", PM_STACK_TOP, "0.5"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto lines = read_folded(folded);
+  double naps = 0, whole = 0;
+  for (const FoldedLine& l : lines) {
+    if (!has_frame(l.frames, "clock_nanosleep") || l.frames[0] != comm_of(PM_STACK_TOP)) continue;
+    naps += static_cast<double>(l.value);
+    if (has_frame(l.frames, "at_the_top()") && has_frame(l.frames, "climb()")) whole += static_cast<double>(l.value);
+  }
+  EXPECT_GT(naps, 300000) << "0.5 s of naps, in microseconds\n" << slurp(folded);
+  EXPECT_GE(whole, 0.99 * naps) << "the naps' stacks through at_the_top() and climb()\n" << slurp(folded);
+}
+
 // Lines from DWARF: in the pprof file, the samples whose innermost program frame is hot_a (or
 // hot_b) are at the line of its arithmetic loop, as the workload's source text has it.
 TEST(Stacks, PprofLinesAreTheSourceLinesTheCpuWasSpentAt) {
