@@ -57,10 +57,17 @@ SKIP_REASONS = grep -h -A1 ': Skipped$$' Testing/Temporary/LastTest.log | grep -
 
 # A failed test fails `make test` (the skip reasons are printed either way).
 # Two tests at a time (the tests that compare two measurements run alone: RUN_SERIAL).
+# Under the sanitizers: the sanitizer build's unit tests and the tests that run perf-monitor's
+# code in their own process; then the release build's test programs that drive the binary
+# (label `integration`), driving the sanitizer build's binary. (The programs are the same in
+# either build: compiled once.)
 TEST_JOBS ?= 2
+SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 test: build-tests build-asan build-fuzz
 	cd $(BUILD) && { ctest --output-on-failure -j $(TEST_JOBS); rc=$$?; $(SKIP_REASONS); exit $$rc; }
-	cd $(ASAN_BUILD) && { ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(TEST_JOBS); rc=$$?; $(SKIP_REASONS); exit $$rc; }
+	cd $(ASAN_BUILD) && { $(SANITIZER_ENV) ctest --output-on-failure -j $(TEST_JOBS); rc=$$?; $(SKIP_REASONS); exit $$rc; }
+	cd $(BUILD) && { $(SANITIZER_ENV) PM_TEST_SANITIZED=1 PM_TEST_BINARY=$(abspath $(ASAN_BUILD))/perf-monitor \
+	  ctest -L integration --output-on-failure -j $(TEST_JOBS); rc=$$?; $(SKIP_REASONS); exit $$rc; }
 	cd $(FUZZ_BUILD) && ctest --output-on-failure
 
 bench: build

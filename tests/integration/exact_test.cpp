@@ -94,11 +94,7 @@ class ExactTest : public ::testing::Test {
     // Faults: a few of measure's own, before the baseline or after its measurement, are on one
     // side only — and the truth has the ones of perf-monitor's own code in the command's process
     // between fork and exec, more of them when that code is a sanitizer build's.
-#ifdef PM_SANITIZED
-    constexpr double kFaultSlack = 24;
-#else
-    constexpr double kFaultSlack = 8;
-#endif
+    const double kFaultSlack = sanitized() ? 24 : 8;
     EXPECT_NEAR(m.num("proc_minor_faults"), m.both("minflt"), kFaultSlack);
     // A major fault of measure's own after its measurement (a page of its code read in from disk
     // as it writes its report) is perf-monitor's alone.
@@ -471,11 +467,11 @@ TEST_F(ExactTest, ShortProcessPeakMemory) {
 }
 
 TEST_F(ExactTest, TwentyThousandAndOneProcesses) {
-#ifdef PM_SANITIZED
-  // Half a minute of forks either way: the release build runs it, and under the sanitizers
-  // ChaosTest.ForkStormWithPidReuseInterruptedAtRandom reuses PIDs in a few seconds.
-  GTEST_SKIP() << "20,001 processes run in the release build's tests (the sanitizers' PID reuse: ChaosTest)";
-#endif
+  if (sanitized()) {
+    // Half a minute of forks either way: the release build runs it, and under the sanitizers
+    // ChaosTest.ForkStormWithPidReuseInterruptedAtRandom reuses PIDs in a few seconds.
+    GTEST_SKIP() << "20,001 processes run in the release build's tests (the sanitizers' PID reuse: ChaosTest)";
+  }
   // 5000 children, one after another, each forking 3 grandchildren: 20,001 processes, more than
   // half of pid_max (32768 here), so PIDs are reused while the tree runs.
   Outcome o = run_pm({"run", "--format", "json", "--", workload(), "forktree", "5000", "3"},

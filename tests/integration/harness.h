@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -156,7 +157,17 @@ RustBuild build_rust(const std::string& source, const std::string& crate, const 
 // to node_modules) that proves the install whole.
 std::string npm_modules(const std::string& package, const std::string& dir, const std::string& check, std::string& why);
 
-inline std::string binary() { return PM_BINARY; }
+// The binary under test: this build's, or the one PM_TEST_BINARY names (make test's pass under
+// the sanitizers drives the sanitizer build's binary with the release build's test programs).
+inline std::string binary() {
+  const char* b = std::getenv("PM_TEST_BINARY");
+  return b != nullptr && *b != '\0' ? b : PM_BINARY;
+}
+// That binary is a sanitizer build's (PM_TEST_SANITIZED=1): slower, and it holds more memory.
+inline bool sanitized() {
+  const char* s = std::getenv("PM_TEST_SANITIZED");
+  return s != nullptr && s[0] == '1';
+}
 inline std::string workload() { return PM_WORKLOAD; }
 // A directory on a real disk (not tmpfs), so writes reach storage and count as write_bytes.
 inline std::string scratch_dir() { return PM_SCRATCH_DIR; }

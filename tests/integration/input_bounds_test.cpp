@@ -227,13 +227,14 @@ TEST(InputBounds, DebugDataBombIsRefusedWithLittleMemory) {
   ASSERT_EQ(::stat((base + ".xz").c_str(), &st), 0);
   EXPECT_LT(st.st_size, 1 << 20);  // a small file...
   // Peak RSS of `perf-monitor --probe BINARY:... list`, in KiB.
-  auto peak_kib = [](const std::string& binary) {
+  const std::string pm = pm::test::binary();
+  auto peak_kib = [&pm](const std::string& binary) {
     pid_t pid = ::fork();
     if (pid == 0) {
       int null = ::open("/dev/null", O_WRONLY);
       ::dup2(null, 1);
       ::dup2(null, 2);
-      ::execl(PM_BINARY, PM_BINARY, "--probe", (binary + ":shop::process_request").c_str(), "list", nullptr);
+      ::execl(pm.c_str(), pm.c_str(), "--probe", (binary + ":shop::process_request").c_str(), "list", nullptr);
       ::_exit(127);
     }
     int status = 0;

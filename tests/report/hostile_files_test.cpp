@@ -29,14 +29,10 @@
 namespace pm::test {
 namespace {
 
-#ifdef PM_SANITIZED
-// ASan's shadow memory and the quarantine of freed blocks (256 MiB at most), and its slowness.
-constexpr double kSlackMb = 400;
-constexpr double kSeconds = 40;
-#else
-constexpr double kSlackMb = 0;
-constexpr double kSeconds = 10;
-#endif
+// Under the sanitizers: ASan's shadow memory and the quarantine of freed blocks (256 MiB at
+// most), and its slowness.
+const double kSlackMb = sanitized() ? 400 : 0;
+const double kSeconds = sanitized() ? 40 : 10;
 // Other builds and tests share the CPUs: the wall clock may stretch this much.
 constexpr double kLoadFactor = 3;
 
@@ -190,11 +186,7 @@ std::vector<Hostile> hostile_files() {
                    return sparse + kSummary;
                  },
                  "more than 20000 different paths"});
-#ifdef PM_SANITIZED
-  const int n_spans = 100000;
-#else
-  const int n_spans = 300000;
-#endif
+  const int n_spans = sanitized() ? 100000 : 300000;
   out.push_back(
       {fmt::format("{} spans of distinct functions", n_spans),
        [n_spans] {
