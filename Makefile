@@ -68,7 +68,7 @@ test: build-tests build-asan build-fuzz
 	cd $(ASAN_BUILD) && { $(SANITIZER_ENV) ctest --output-on-failure -j $(TEST_JOBS); rc=$$?; $(SKIP_REASONS); exit $$rc; }
 	cd $(BUILD) && { $(SANITIZER_ENV) PM_TEST_SANITIZED=1 PM_TEST_BINARY=$(abspath $(ASAN_BUILD))/perf-monitor \
 	  ctest -L integration --output-on-failure -j $(TEST_JOBS); rc=$$?; $(SKIP_REASONS); exit $$rc; }
-	cd $(FUZZ_BUILD) && ctest --output-on-failure
+	cd $(FUZZ_BUILD) && ctest --output-on-failure -j $(TEST_JOBS)
 
 bench: build
 	@scripts/install-deps.sh bench

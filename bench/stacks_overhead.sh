@@ -13,6 +13,7 @@
 #                   kernel headers this kernel has no package of) running beside bare
 #        perf       perf record -e sched:sched_switch -g (every switch with its call chain)
 #   bench/stacks_overhead.sh [BUILD_DIR] [SECONDS] [LOOPS] [ROUNDS]
+# (PM_BENCH_ONCPU_ONLY=1: the first part alone; PM_BENCH_OFFCPU_ONLY=1: the second alone)
 set -euo pipefail
 build=${1:-build}
 seconds=${2:-20}
@@ -24,6 +25,7 @@ burner="$build/tests/pm-stack-cpu"
 printf '[pmc]\nenabled = false\n' > /tmp/pm-bench-kernel.toml
 ncpu=$(nproc)
 
+if [ -z "${PM_BENCH_OFFCPU_ONLY:-}" ]; then
 echo "-- on-CPU sampling at 99 Hz: perf-monitor's CPU in live mode, ${seconds} s, ${ncpu} CPUs busy"
 pids=()
 for ((c = 0; c < ncpu; c++)); do
@@ -57,6 +59,7 @@ awk -v a="$without" -v b="$with" -v c="$with_file" -v s="$seconds" -v n="$sample
   printf "--stacks-out (folded): %.2f %% of one CPU, sampling +%.2f %%; %d samples in %d s, %.1f us each\n", 100 * c / s,
          100 * (c - a) / s, n, total, (n > 0 ? 1e6 * (c - a) / (n * s / total) : 0) }'
 
+fi
 [ -n "${PM_BENCH_ONCPU_ONLY:-}" ] && exit 0
 echo "-- off-CPU stacks: pinned ping-pong, ${loops} trips, median of ${rounds} interleaved rounds (us/trip)"
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
