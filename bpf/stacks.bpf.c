@@ -96,8 +96,6 @@ static __always_inline __u64 wake_flags(struct task_struct *t) {
 struct pm_off_state {
   __u64 out_ns;
   struct pm_off_key key;
-  __u32 placed;  // key's slot was there at the thread's last switch in (slots are never removed)
-  __u32 pad;
   __u64 walk_uip, walk_usp;
   __s64 walk_nr;
   __s32 walk_kstack;
@@ -234,7 +232,7 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
           nr = syscall_nr(regs);
         }
       }
-      struct pm_stack_counters *c = 0;
+      struct pm_stack_counters *c = counts();
       if (s->walk_reused + 1 < kstack_every && s->walk_uip == key.uip && s->walk_usp == key.usp &&
           s->walk_nr == (nr << 1 | key.preempted) && s->walk_kstack >= 0) {
         key.kstack = s->walk_kstack;
@@ -242,20 +240,17 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
       } else {
         // The current task is prev: its kernel stack is the one going to sleep.
         key.kstack = bpf_get_stackid(ctx, &kstacks, 0);
-        if (key.kstack < 0 && key.kstack != -PM_EFAULT && (c = counts())) c->kstack_lost++;
+        if (key.kstack < 0 && key.kstack != -PM_EFAULT && c) c->kstack_lost++;
         s->walk_uip = key.uip;
         s->walk_usp = key.usp;
         s->walk_nr = nr << 1 | key.preempted;
         s->walk_kstack = key.kstack;
         s->walk_reused = 0;
       }
-      // The place it left from last time, found then: it is there still. Else it is looked up.
-      bool same = s->placed && s->key.kstack == key.kstack && s->key.preempted == key.preempted &&
-                  s->key.uip == key.uip && s->key.usp == key.usp && s->key.pid == key.pid && s->key.tgid == key.tgid;
-      if (!same && !bpf_map_lookup_elem(&off_slots, &key)) {
+      if (!bpf_map_lookup_elem(&off_slots, &key)) {
         struct pm_off_value zero = {};
         if (bpf_map_update_elem(&off_slots, &key, &zero, BPF_NOEXIST) == 0) {
-          struct pm_stack_record *r = reserve(counts());
+          struct pm_stack_record *r = reserve(c);
           if (r) {
             fill(r, PM_STACK_OFF_CPU, prev, key.kstack);
             r->key = key;
@@ -274,11 +269,9 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
   if (s && s->out_ns != 0) {
     __u64 off = now - s->out_ns;
     struct pm_off_value *v = bpf_map_lookup_elem(&off_slots, &s->key);
-    s->placed = v != 0;
     if (v) {
-      // A slot is one thread's (its key holds the pid): only this thread's switch in adds to it.
-      v->ns += off;
-      v->switches++;
+      __sync_fetch_and_add(&v->ns, off);
+      __sync_fetch_and_add(&v->switches, 1);
       if (stretch_min_ns != 0 && off >= stretch_min_ns) {
         struct pm_stretch e = {};
         e.out_ns = s->out_ns;
