@@ -114,7 +114,12 @@ std::vector<std::string> text_problems(const std::string& text) {
       in_cgroups = false;
       continue;
     }
-    if (std::regex_search(line, generic)) problems.push_back("laid out by no source: " + line);
+    // (A row of the process table ends in the process's command line, another test's perf-monitor
+    // with its flags, say: its "name=" is the command's, not a figure's.)
+    static const std::regex process_row(R"(^ +[0-9]+( +[0-9]+)? +[^ ]+ +[A-Za-z] )");
+    if (!std::regex_search(line, process_row) && std::regex_search(line, generic)) {
+      problems.push_back("laid out by no source: " + line);
+    }
     // A process that ended in the interval (state X in the top table: PID [TID] USER X) has no
     // user, nice or RSS left to read, nor has a cgroup removed in it (x) files; a cgroup in its
     // first interval (another test's) has no cpu.stat reading to count from.
