@@ -25,6 +25,7 @@
 #include "probe.h"
 #include "scheduler.h"
 #include "tree.bpf.h"
+#include "switch_clock.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -73,8 +74,9 @@ struct {
 } spans SEC(".maps");
 
 // The scheduler object's run-queue stamps (scheduler.h), shared where it is loaded with the typed
-// programs (always, where a tree is followed): a thread woken inside a poll waits for a CPU from
-// its stamp, and no wakeup program of this object is needed (ctx_wakeup: the fallback).
+// programs (always, where a tree is followed), with its clock (switch_clock.bpf.h): a thread woken
+// inside a poll waits for a CPU from its stamp, and no wakeup program of this object is needed
+// (ctx_wakeup: the fallback).
 const volatile __u32 shared_stamps = 0;
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -82,24 +84,6 @@ struct {
   __type(key, __u32);
   __type(value, struct pm_runq_stamp);
 } runq_stamps SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct pm_switch_clock);
-} switch_clock SEC(".maps");  // the scheduler object's, shared with runq_stamps
-
-// The clock at this switch: as the scheduler object's switch program read it (it runs first),
-// else read here.
-static __always_inline __u64 switch_now(struct task_struct *prev) {
-  if (shared_stamps) {
-    __u32 zero = 0;
-    struct pm_switch_clock *c = bpf_map_lookup_elem(&switch_clock, &zero);
-    if (c && c->pid == prev->pid && c->switches == prev->nvcsw + prev->nivcsw && c->now) return c->now;
-  }
-  return bpf_ktime_get_ns();
-}
 
 // Thread context events (see pm_ctx_event), one record each, as they happen.
 struct {

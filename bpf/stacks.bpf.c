@@ -12,6 +12,7 @@
 #endif
 #include "stacks.h"
 #include "tree.bpf.h"
+#include "switch_clock.bpf.h"
 #include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -42,12 +43,23 @@ struct {
   __uint(max_entries, 2 << 20);
 } stretches SEC(".maps");
 
+// The places, each with its slot in off_values (given out in turn: off_slots_used). A place is
+// one thread's, so only that thread's switch in adds to its value, and a thread that leaves
+// from the place it left from last time finds its slot in its own state: the hot path looks
+// nothing up by key, and adds where the verifier computes the address (an array).
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, PM_MAX_OFF_SLOTS);
   __type(key, struct pm_off_key);
-  __type(value, struct pm_off_value);
+  __type(value, __u32);
 } off_slots SEC(".maps");
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, PM_MAX_OFF_SLOTS);
+  __type(key, __u32);
+  __type(value, struct pm_off_value);
+} off_values SEC(".maps");
+__u32 off_slots_used = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -96,11 +108,18 @@ static __always_inline __u64 wake_flags(struct task_struct *t) {
 struct pm_off_state {
   __u64 out_ns;
   struct pm_off_key key;
+  __u32 slot;     // key's slot in off_values
+  __u32 slot_ok;  // 0: key has none (the maps were full, or its record found no room)
   __u64 walk_uip, walk_usp;
   __s64 walk_nr;
   __s32 walk_kstack;
   __u32 walk_reused;
 };
+
+static __always_inline bool same_place(const struct pm_off_key *a, const struct pm_off_key *b) {
+  return a->pid == b->pid && a->tgid == b->tgid && a->kstack == b->kstack && a->preempted == b->preempted &&
+         a->uip == b->uip && a->usp == b->usp;
+}
 
 // Walking the kernel stack is most of a switch's cost here (2.9 of 3.3 us in a VM). A thread
 // that goes off the CPU again from the same place in user space (pc and sp), in the same system
@@ -210,14 +229,17 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx) {
   return 0;
 }
 
-// Off-CPU: at its switch out a thread's place is looked up (made, with its one record, the
-// first time); at its switch in the time since goes to that place.
+// Off-CPU: at its switch out a thread's place is found (made, with its one record, the first
+// time); at its switch in the time since goes to that place's value.
 SEC("tp_btf/sched_switch")
 int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
-  __u64 now = bpf_ktime_get_ns();
+  __u64 now = switch_now(prev);
   long state = TASK_STATE_BTF(prev);
-  if (state != PM_TASK_DEAD && wanted(prev)) {
-    struct pm_off_state *s = bpf_task_storage_get(&off_state, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  struct pm_off_state *s = 0;
+  if (state != PM_TASK_DEAD) {
+    // A thread has state only once it was wanted (a member stays one until it dies).
+    s = bpf_task_storage_get(&off_state, prev, 0, 0);
+    if (!s && wanted(prev)) s = bpf_task_storage_get(&off_state, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
     if (s) {
       struct pm_off_key key = {};
       key.tgid = prev->tgid;
@@ -232,7 +254,6 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
           nr = syscall_nr(regs);
         }
       }
-      struct pm_stack_counters *c = counts();
       if (s->walk_reused + 1 < kstack_every && s->walk_uip == key.uip && s->walk_usp == key.usp &&
           s->walk_nr == (nr << 1 | key.preempted) && s->walk_kstack >= 0) {
         key.kstack = s->walk_kstack;
@@ -240,24 +261,36 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
       } else {
         // The current task is prev: its kernel stack is the one going to sleep.
         key.kstack = bpf_get_stackid(ctx, &kstacks, 0);
-        if (key.kstack < 0 && key.kstack != -PM_EFAULT && c) c->kstack_lost++;
+        if (key.kstack < 0 && key.kstack != -PM_EFAULT) {
+          struct pm_stack_counters *c = counts();
+          if (c) c->kstack_lost++;
+        }
         s->walk_uip = key.uip;
         s->walk_usp = key.usp;
         s->walk_nr = nr << 1 | key.preempted;
         s->walk_kstack = key.kstack;
         s->walk_reused = 0;
       }
-      if (!bpf_map_lookup_elem(&off_slots, &key)) {
-        struct pm_off_value zero = {};
-        if (bpf_map_update_elem(&off_slots, &key, &zero, BPF_NOEXIST) == 0) {
-          struct pm_stack_record *r = reserve(c);
-          if (r) {
-            fill(r, PM_STACK_OFF_CPU, prev, key.kstack);
-            r->key = key;
-            copy_user(r, prev);
-            bpf_ringbuf_submit(r, 0);  // a place's first time (rare): user space reads it now
-          } else {
-            bpf_map_delete_elem(&off_slots, &key);  // its place is sent the next time
+      if (!s->slot_ok || !same_place(&key, &s->key)) {
+        __u32 *slot = bpf_map_lookup_elem(&off_slots, &key);
+        s->slot_ok = 0;
+        if (slot) {
+          s->slot = *slot;
+          s->slot_ok = 1;
+        } else {
+          __u32 n = off_slots_used < PM_MAX_OFF_SLOTS ? __sync_fetch_and_add(&off_slots_used, 1) : PM_MAX_OFF_SLOTS;
+          if (n < PM_MAX_OFF_SLOTS && bpf_map_update_elem(&off_slots, &key, &n, BPF_NOEXIST) == 0) {
+            struct pm_stack_record *r = reserve(counts());
+            if (r) {
+              fill(r, PM_STACK_OFF_CPU, prev, key.kstack);
+              r->key = key;
+              copy_user(r, prev);
+              bpf_ringbuf_submit(r, 0);  // a place's first time (rare): user space reads it now
+              s->slot = n;
+              s->slot_ok = 1;
+            } else {
+              bpf_map_delete_elem(&off_slots, &key);  // its place is sent the next time
+            }
           }
         }
       }
@@ -265,13 +298,15 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
       s->key = key;
     }
   }
-  struct pm_off_state *s = bpf_task_storage_get(&off_state, next, 0, 0);
+  s = bpf_task_storage_get(&off_state, next, 0, 0);
   if (s && s->out_ns != 0) {
     __u64 off = now - s->out_ns;
-    struct pm_off_value *v = bpf_map_lookup_elem(&off_slots, &s->key);
+    __u32 slot = s->slot;
+    struct pm_off_value *v = s->slot_ok ? bpf_map_lookup_elem(&off_values, &slot) : 0;
     if (v) {
-      __sync_fetch_and_add(&v->ns, off);
-      __sync_fetch_and_add(&v->switches, 1);
+      // The place is this thread's: no other CPU adds to it.
+      v->ns += off;
+      v->switches++;
       if (stretch_min_ns != 0 && off >= stretch_min_ns) {
         struct pm_stretch e = {};
         e.out_ns = s->out_ns;

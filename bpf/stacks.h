@@ -27,7 +27,8 @@
 
 enum pm_stack_kind { PM_STACK_ON_CPU = 1, PM_STACK_OFF_CPU = 2 };
 
-/* Where a thread went off the CPU: the slot its blocked time adds to. */
+/* Where a thread went off the CPU: a place (off_slots gives each its slot in off_values, the
+ * first time it is seen), whose value its blocked time adds to. */
 struct pm_off_key {
   __u32 tgid;
   __u32 pid;

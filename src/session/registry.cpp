@@ -49,6 +49,8 @@ Result<std::shared_ptr<SchedObject>> SourceContext::sched() {
 
 int SourceContext::members_fd() { return sched_ && sched_->follows_tree() ? sched_->members_fd() : -1; }
 
+int SourceContext::switch_clock_fd() { return sched_ ? sched_->switch_clock_fd() : -1; }
+
 namespace {
 
 using Made = Result<std::unique_ptr<Source>>;
@@ -170,7 +172,8 @@ Made make_block(SourceContext& ctx) {
 // Stacks (--stacks): the tree's threads (run, attach, --cgroup), or every task.
 Made make_stacks(SourceContext& ctx) {
   bool follow = ctx.target.mode() != Mode::kSystem;
-  BpfLoadOptions target{.track_tree = follow, .members_fd = ctx.members_fd()};
+  BpfLoadOptions target{
+      .track_tree = follow, .members_fd = ctx.members_fd(), .switch_clock_fd = ctx.switch_clock_fd()};
   if (follow && target.members_fd < 0) {
     return make_error(Errc::kUnavailable, "following the target tree's stacks needs the scheduler's eBPF programs (tp_btf)");
   }
@@ -197,7 +200,7 @@ Made make_probes(SourceContext& ctx) {
   ProbeTarget target{tree, {}, usdt.empty() ? "" : exe, usdt, otel};
   if (auto sched = ctx.sched(); sched && (*sched)->btf()) {
     target.runq_stamps_fd = (*sched)->runq_stamps_fd();
-    target.switch_clock_fd = (*sched)->switch_clock_fd();
+    target.tree.switch_clock_fd = (*sched)->switch_clock_fd();
   }
   for (const ProbeSpec& p : ctx.config.probes) {
     auto r = probes::resolve_probe(p);  // checked at start-up; a binary replaced since fails here

@@ -626,7 +626,7 @@ Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& ta
   auto impl = std::make_unique<ProbeSource::Impl>();
   bool contexts = target.has_usdt("context_thread");
   bool otel = target.otel && target.tree.track_tree;
-  std::pair<int, int> stamps{target.runq_stamps_fd, target.switch_clock_fd};
+  std::pair<int, int> stamps{target.runq_stamps_fd, target.tree.switch_clock_fd};
   detail::BeforeLoad<probe_bpf> before_load = [multi, contexts, otel, stamps](probe_bpf* s) {
     if (multi) {
       for (bpf_program* p : {s->progs.call_entry, s->progs.call_return}) {
@@ -639,6 +639,7 @@ Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& ta
                   bpf_map__reuse_fd(s->maps.switch_clock, stamps.second) == 0;
     if (!shared) bpf_map__set_max_entries(s->maps.runq_stamps, 1);
     s->rodata->shared_stamps = shared ? 1 : 0;
+    s->rodata->shared_clock = shared ? 1 : 0;
     bpf_program__set_autoload(s->progs.ctx_wakeup, (contexts || otel) && !shared);
     bpf_program__set_autoload(s->progs.otel_exec, otel);
     s->rodata->otel_on = otel ? 1 : 0;

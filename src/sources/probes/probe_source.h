@@ -24,8 +24,8 @@ struct ProbeTarget {
   std::string usdt_binary;  // where to attach perf_monitor's USDT probes; empty: nowhere
   std::vector<std::string> usdt_probes;  // which it has: request_begin/end, context_thread
   bool otel = false;  // it may publish OpenTelemetry thread context (followed in a tree only)
-  // The scheduler object's run-queue stamps and its clock at each switch, shared (-1: none).
-  int runq_stamps_fd = -1, switch_clock_fd = -1;
+  // The scheduler object's run-queue stamps, shared (-1: none); its clock is tree.switch_clock_fd.
+  int runq_stamps_fd = -1;
   [[nodiscard]] bool has_usdt(std::string_view name) const {
     return std::find(usdt_probes.begin(), usdt_probes.end(), name) != usdt_probes.end();
   }

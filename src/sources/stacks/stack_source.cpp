@@ -328,13 +328,17 @@ struct StackSource::Impl {
   // Every place's time, once, at the end: a place whose record was lost keeps its kernel frames.
   void read_off_cpu(Table& off) {
     int fd = bpf_map__fd(skel->maps.off_slots);
+    int values = bpf_map__fd(skel->maps.off_values);
     pm_off_key key{}, next{};
     pm_off_key* prev = nullptr;
     while (bpf_map_get_next_key(fd, prev, &next) == 0) {
       key = next;
       prev = &key;
+      uint32_t slot = 0;
       pm_off_value v{};
-      if (bpf_map_lookup_elem(fd, &key, &v) != 0 || v.ns == 0) continue;
+      if (bpf_map_lookup_elem(fd, &key, &slot) != 0 || bpf_map_lookup_elem(values, &slot, &v) != 0 || v.ns == 0) {
+        continue;
+      }
       Named named;
       if (auto it = places.find(key); it != places.end()) {
         named = it->second;
@@ -358,10 +362,16 @@ Result<std::unique_ptr<StackSource>> StackSource::create(const Config::Stacks& c
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   bool off = config.off_cpu;
-  auto loaded = load_skeleton<stacks_bpf>("stacks", target, /*btf_only=*/true, [off](stacks_bpf* s) {
+  int clock = target.switch_clock_fd;
+  auto loaded = load_skeleton<stacks_bpf>("stacks", target, /*btf_only=*/true, [off, clock](stacks_bpf* s) {
     bpf_program__set_autoload(s->progs.off_switch, off);
+    // The off-CPU program runs after the scheduler object's (attached later): it takes its clock.
+    s->rodata->shared_clock = off && clock >= 0 && bpf_map__reuse_fd(s->maps.switch_clock, clock) == 0 ? 1 : 0;
     s->rodata->stretch_min_ns = off ? kStretchMinNs : 0;
-    if (!off) bpf_map__set_max_entries(s->maps.off_slots, 1);  // its preallocated room unused
+    if (!off) {  // their preallocated room unused
+      bpf_map__set_max_entries(s->maps.off_slots, 1);
+      bpf_map__set_max_entries(s->maps.off_values, 1);
+    }
   });
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
