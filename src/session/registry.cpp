@@ -36,7 +36,8 @@ Result<std::shared_ptr<SchedObject>> SourceContext::sched() {
                                      .cgroup_depth = top ? static_cast<uint32_t>(config.top.cgroup_depth) : 0,
                                      .tree_cgroup_id = target.cgroup_id(),
                                      .hist_unit_ns = config.scheduler.hist_unit_ns,
-                                     .count_system = config.scheduler.enabled});
+                                     .count_system = config.scheduler.enabled,
+                                     .off_cpu_tail = config.stacks.off_cpu});
     if (loaded) {
       sched_ = std::move(*loaded);
     } else {
@@ -50,6 +51,8 @@ Result<std::shared_ptr<SchedObject>> SourceContext::sched() {
 int SourceContext::members_fd() { return sched_ && sched_->follows_tree() ? sched_->members_fd() : -1; }
 
 int SourceContext::switch_clock_fd() { return sched_ ? sched_->switch_clock_fd() : -1; }
+
+int SourceContext::off_cpu_fd() { return sched_ ? sched_->off_cpu_fd() : -1; }
 
 namespace {
 
@@ -172,8 +175,10 @@ Made make_block(SourceContext& ctx) {
 // Stacks (--stacks): the tree's threads (run, attach, --cgroup), or every task.
 Made make_stacks(SourceContext& ctx) {
   bool follow = ctx.target.mode() != Mode::kSystem;
-  BpfLoadOptions target{
-      .track_tree = follow, .members_fd = ctx.members_fd(), .switch_clock_fd = ctx.switch_clock_fd()};
+  BpfLoadOptions target{.track_tree = follow,
+                        .members_fd = ctx.members_fd(),
+                        .switch_clock_fd = ctx.switch_clock_fd(),
+                        .off_cpu_fd = ctx.off_cpu_fd()};
   if (follow && target.members_fd < 0) {
     return make_error(Errc::kUnavailable, "following the target tree's stacks needs the scheduler's eBPF programs (tp_btf)");
   }

@@ -52,6 +52,8 @@ class SourceContext {
   // The scheduler object's clock at each switch (pm_switch_clock) where it is loaded as tp_btf
   // (it is not loaded for this), else -1: a sched_switch program attached after it takes it.
   [[nodiscard]] int switch_clock_fd();
+  // Where the off-CPU stacks' switch program goes for the scheduler object's to end in it, else -1.
+  [[nodiscard]] int off_cpu_fd();
   // Set by the pmc row's factory: an energy event counts (so the powercap files are not
   // needed). The energy row reads it, and says so: its `after` is "pmc".
   bool counts_energy = false;

@@ -14,9 +14,13 @@ struct BpfLoadOptions {
   uint32_t cgroup_depth = 0;     // objects that can: run-queue latency per cgroup at this depth
   uint64_t tree_cgroup_id = 0;   // objects that can: the tree is this cgroup's tasks (--cgroup)
   int members_fd = -1;           // the tree's membership map, when another object owns it
-  int switch_clock_fd = -1;      // objects that can: the scheduler object's clock at each switch
   uint64_t hist_unit_ns = 1000;  // latency histograms: bucket i below 2^i of these
   bool count_system = true;      // objects that can: the system-wide figures too
+  int switch_clock_fd = -1;      // objects that can: the scheduler object's clock at each switch
+  // The scheduler's object: its switch program ends in the program put in its off_cpu array
+  // (a tail call), the off-CPU stacks'. The stacks' object: that array (-1: attach its own).
+  bool off_cpu_tail = false;
+  int off_cpu_fd = -1;
 };
 
 }  // namespace pm
