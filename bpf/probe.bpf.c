@@ -25,7 +25,7 @@
 #include "probe.h"
 #include "scheduler.h"
 #include "tree.bpf.h"
-#include "switch_clock.bpf.h"
+#include "switch_chain.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -74,7 +74,7 @@ struct {
 } spans SEC(".maps");
 
 // The scheduler object's run-queue stamps (scheduler.h), shared where it is loaded with the typed
-// programs (always, where a tree is followed), with its clock (switch_clock.bpf.h): a thread woken
+// programs (always, where a tree is followed), with its clock (switch_chain.bpf.h): a thread woken
 // inside a poll waits for a CPU from its stamp, and no wakeup program of this object is needed
 // (ctx_wakeup: the fallback).
 const volatile __u32 shared_stamps = 0;

@@ -20,6 +20,7 @@
 
 #include "scheduler.h"
 #include "tree.bpf.h"
+#include "switch_chain.bpf.h"  // switch_clock, written here; the chain this switch program ends in
 #include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -289,13 +290,6 @@ struct {
   __type(value, __u64);
 } raw_runq_stamps SEC(".maps");
 
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct pm_switch_clock);
-} switch_clock SEC(".maps");
-
 // The slot of a pid in the arrays indexed by its low bits (runq_stamps, top_names).
 static __always_inline __u32 pid_slot(__u32 pid) { return pid & (PM_RUNQ_STAMP_SLOTS - 1); }
 
@@ -488,20 +482,12 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
   return 0;
 }
 
-// The off-CPU stacks' switch program (stacks.bpf.c), where they are taken: this one ends in it,
-// a tail call, so a switch runs one program, not two (a program's run is dear on some VMs).
-const volatile bool off_cpu_tail = false;
-struct {
-  __uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, __u32);
-} off_cpu SEC(".maps");
-
+// The other sources' switch programs (the off-CPU stacks', the probes'), where they are loaded:
+// this one ends in them, by tail calls, so a switch runs one program (switch_chain.bpf.h).
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
   on_switch(prev, next, preempt, TASK_STATE_BTF(prev), true);
-  if (off_cpu_tail) bpf_tail_call(ctx, &off_cpu, 0);  // (none put there yet: a no-op)
+  switch_chain_from(ctx, PM_CHAIN_OFF_CPU);  // (none there: passed over)
   return 0;
 }
 SEC("tp_btf/sched_wakeup")

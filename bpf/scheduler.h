@@ -25,6 +25,10 @@ struct pm_runq_stamp {
  * (prev's pid and its switch count, which the kernel counts before the tracepoint): the
  * application probes' switch program, which runs after it on the same switch, takes it rather
  * than read the clock again (a clock read is 100-200 ns in a program on a slow VM). */
+/* The programs the scheduler's typed switch program ends in, in this order (switch_chain.bpf.h). */
+#define PM_CHAIN_OFF_CPU 0  /* the off-CPU stacks' (stacks.bpf.c) */
+#define PM_CHAIN_PROBES 1   /* the application probes' (probe.bpf.c) */
+#define PM_CHAIN_SLOTS 2
 struct pm_switch_clock {
   __u64 now;
   __u64 switches;

@@ -12,7 +12,7 @@
 #endif
 #include "stacks.h"
 #include "tree.bpf.h"
-#include "switch_clock.bpf.h"
+#include "switch_chain.bpf.h"
 #include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -326,5 +326,6 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
     }
     s->out_ns = 0;
   }
+  switch_chain_from(ctx, PM_CHAIN_PROBES);
   return 0;
 }

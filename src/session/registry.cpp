@@ -36,8 +36,7 @@ Result<std::shared_ptr<SchedObject>> SourceContext::sched() {
                                      .cgroup_depth = top ? static_cast<uint32_t>(config.top.cgroup_depth) : 0,
                                      .tree_cgroup_id = target.cgroup_id(),
                                      .hist_unit_ns = config.scheduler.hist_unit_ns,
-                                     .count_system = config.scheduler.enabled,
-                                     .off_cpu_tail = config.stacks.off_cpu});
+                                     .count_system = config.scheduler.enabled});
     if (loaded) {
       sched_ = std::move(*loaded);
     } else {
@@ -52,7 +51,7 @@ int SourceContext::members_fd() { return sched_ && sched_->follows_tree() ? sche
 
 int SourceContext::switch_clock_fd() { return sched_ ? sched_->switch_clock_fd() : -1; }
 
-int SourceContext::off_cpu_fd() { return sched_ ? sched_->off_cpu_fd() : -1; }
+int SourceContext::switch_chain_fd() { return sched_ ? sched_->switch_chain_fd() : -1; }
 
 namespace {
 
@@ -178,7 +177,7 @@ Made make_stacks(SourceContext& ctx) {
   BpfLoadOptions target{.track_tree = follow,
                         .members_fd = ctx.members_fd(),
                         .switch_clock_fd = ctx.switch_clock_fd(),
-                        .off_cpu_fd = ctx.off_cpu_fd()};
+                        .switch_chain_fd = ctx.switch_chain_fd()};
   if (follow && target.members_fd < 0) {
     return make_error(Errc::kUnavailable, "following the target tree's stacks needs the scheduler's eBPF programs (tp_btf)");
   }
@@ -206,6 +205,7 @@ Made make_probes(SourceContext& ctx) {
   if (auto sched = ctx.sched(); sched && (*sched)->btf()) {
     target.runq_stamps_fd = (*sched)->runq_stamps_fd();
     target.tree.switch_clock_fd = (*sched)->switch_clock_fd();
+    target.tree.switch_chain_fd = (*sched)->switch_chain_fd();
   }
   for (const ProbeSpec& p : ctx.config.probes) {
     auto r = probes::resolve_probe(p);  // checked at start-up; a binary replaced since fails here

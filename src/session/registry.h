@@ -49,11 +49,11 @@ class SourceContext {
   Result<std::shared_ptr<SchedObject>> sched();
   // The tree's membership map when the kernel follows the tree, else -1.
   [[nodiscard]] int members_fd();
-  // The scheduler object's clock at each switch (pm_switch_clock) where it is loaded as tp_btf
-  // (it is not loaded for this), else -1: a sched_switch program attached after it takes it.
+  // The scheduler object's clock at each switch (pm_switch_clock), and the chain of programs its
+  // switch program ends in (bpf/switch_chain.bpf.h), where it is loaded as tp_btf (it is not
+  // loaded for these), else -1: for the sched_switch programs of other sources.
   [[nodiscard]] int switch_clock_fd();
-  // Where the off-CPU stacks' switch program goes for the scheduler object's to end in it, else -1.
-  [[nodiscard]] int off_cpu_fd();
+  [[nodiscard]] int switch_chain_fd();
   // Set by the pmc row's factory: an energy event counts (so the powercap files are not
   // needed). The energy row reads it, and says so: its `after` is "pmc".
   bool counts_energy = false;

@@ -16,11 +16,10 @@ struct BpfLoadOptions {
   int members_fd = -1;           // the tree's membership map, when another object owns it
   uint64_t hist_unit_ns = 1000;  // latency histograms: bucket i below 2^i of these
   bool count_system = true;      // objects that can: the system-wide figures too
-  int switch_clock_fd = -1;      // objects that can: the scheduler object's clock at each switch
-  // The scheduler's object: its switch program ends in the program put in its off_cpu array
-  // (a tail call), the off-CPU stacks'. The stacks' object: that array (-1: attach its own).
-  bool off_cpu_tail = false;
-  int off_cpu_fd = -1;
+  // Objects whose sched_switch program runs after the scheduler object's: its clock at each
+  // switch, and the chain of programs it ends in (bpf/switch_chain.bpf.h); -1: none.
+  int switch_clock_fd = -1;
+  int switch_chain_fd = -1;
 };
 
 }  // namespace pm

@@ -104,7 +104,7 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const BpfLoadOptions& opt
   const char* walk = std::getenv("PERF_MONITOR_TREE_WALK");
   bool scoped =
       options.track_tree && options.tree_cgroup_id != 0 && (walk == nullptr || std::string_view(walk) != "tasks");
-  auto scope = [&scoped, &options](scheduler_bpf* skel) {
+  auto scope = [&scoped](scheduler_bpf* skel) {
     if (!scoped) {
       bpf_program__set_autoload(skel->progs.tree_scope_tasks, false);
       bpf_program__set_autoload(skel->progs.tree_cgroup_attach, false);
@@ -117,7 +117,6 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const BpfLoadOptions& opt
                              typed ? static_cast<__u32>(std::max(1, libbpf_num_possible_cpus())) : PM_RAW_STAMPS);
     bpf_map__set_max_entries(skel->maps.runq_stamps, typed ? PM_RUNQ_STAMP_SLOTS : 1);
     bpf_map__set_max_entries(skel->maps.top_names, typed ? PM_RUNQ_STAMP_SLOTS : 1);
-    skel->rodata->off_cpu_tail = options.off_cpu_tail && typed;
   };
   auto loaded = load_skeleton<scheduler_bpf>("scheduler", target, false, scope);
   // (Refused, the typed programs are loaded again as raw_tp, which follow no tree: try without.)
@@ -139,9 +138,7 @@ bool SchedObject::follows_tree() const { return impl_->tree; }
 int SchedObject::members_fd() const { return bpf_map__fd(impl_->skel->maps.members); }
 int SchedObject::runq_stamps_fd() const { return btf() ? bpf_map__fd(impl_->skel->maps.runq_stamps) : -1; }
 int SchedObject::switch_clock_fd() const { return btf() ? bpf_map__fd(impl_->skel->maps.switch_clock) : -1; }
-int SchedObject::off_cpu_fd() const {
-  return btf() && impl_->skel->rodata->off_cpu_tail ? bpf_map__fd(impl_->skel->maps.off_cpu) : -1;
-}
+int SchedObject::switch_chain_fd() const { return btf() ? bpf_map__fd(impl_->skel->maps.switch_chain) : -1; }
 bpf_object* SchedObject::object() const { return impl_->skel->obj; }
 uint64_t SchedObject::seeded_tasks() const { return impl_->skel->bss->seeded_tasks; }
 uint64_t SchedObject::seeded_processes() const { return impl_->skel->bss->seeded_processes; }

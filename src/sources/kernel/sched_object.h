@@ -54,9 +54,8 @@ class SchedObject {
   [[nodiscard]] int runq_stamps_fd() const;
   // The clock as its switch program read it at the last switch, per CPU (pm_switch_clock).
   [[nodiscard]] int switch_clock_fd() const;
-  // Where the off-CPU stacks' switch program goes, for the switch program to end in it (a tail
-  // call), where it was loaded for that (off_cpu_tail), else -1.
-  [[nodiscard]] int off_cpu_fd() const;
+  // The programs its typed switch program ends in (bpf/switch_chain.bpf.h), else -1.
+  [[nodiscard]] int switch_chain_fd() const;
   [[nodiscard]] bpf_object* object() const;
 
   // Makes every task of these processes a member, and the children they fork from now on.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sources/kernel/skeleton.h"
 
+#include <fcntl.h>
+
 #include <fmt/format.h>
 
 #include "core/aggregator.h"
@@ -64,6 +66,18 @@ void append_bpf_stats(bpf_object* obj, Samples& out) {
     out.push_back({&kRuns, l, static_cast<double>(info.run_cnt)});
     out.push_back({&kRunTime, std::move(l), static_cast<double>(info.run_time_ns) / 1e9});
   }
+}
+
+Result<ChainSlot> chain_or_attach(bpf_program* prog, int chain_fd, uint32_t slot, bpf_link** link) {
+  *link = nullptr;
+  if (chain_fd < 0) return ChainSlot();  // attached with its object
+  int fd = bpf_program__fd(prog);
+  if (bpf_map_update_elem(chain_fd, &slot, &fd, BPF_ANY) == 0) {
+    return ChainSlot(UniqueFd(::fcntl(chain_fd, F_DUPFD_CLOEXEC, 0)), slot);
+  }
+  *link = bpf_program__attach(prog);
+  if (*link == nullptr) return Error::from_errno(errno, std::string("attaching ") + bpf_program__name(prog));
+  return ChainSlot();
 }
 
 }  // namespace pm

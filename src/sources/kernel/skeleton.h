@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/fd.h"
 #include "sources/kernel/bpf_load_options.h"
 
 namespace pm {
@@ -63,6 +64,12 @@ Result<SkeletonPtr<Skel>> load_as(const std::string& what, bool btf, const BpfLo
   }
   // Objects that filter out perf-monitor's own threads in the kernel.
   if constexpr (requires { skel->rodata->self_tgid; }) skel->rodata->self_tgid = static_cast<__u32>(::getpid());
+  // Objects whose switch program runs after the scheduler's: its clock, and its chain.
+  if constexpr (requires { skel->rodata->shared_clock; }) {
+    skel->rodata->shared_clock = btf && target.switch_clock_fd >= 0 &&
+                                 bpf_map__reuse_fd(skel->maps.switch_clock, target.switch_clock_fd) == 0;
+    if (btf && target.switch_chain_fd >= 0) (void)bpf_map__reuse_fd(skel->maps.switch_chain, target.switch_chain_fd);
+  }
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
     std::string_view name = bpf_program__name(prog);
@@ -120,6 +127,37 @@ Result<LoadedSkeleton<Skel>> load_skeleton(const std::string& what, const BpfLoa
   if (!skel) return skel.error();
   return LoadedSkeleton<Skel>{std::move(*skel), btf, target.track_tree && btf};
 }
+
+// A slot of the scheduler object's switch chain (bpf/switch_chain.bpf.h) that holds a source's
+// switch program: emptied when dropped, so the program stops with its source.
+class ChainSlot {
+ public:
+  ChainSlot() = default;
+  ChainSlot(UniqueFd chain, uint32_t slot) : chain_(std::move(chain)), slot_(slot) {}
+  ChainSlot(ChainSlot&&) noexcept = default;
+  ChainSlot& operator=(ChainSlot&& other) noexcept {
+    if (this != &other) {
+      empty();
+      chain_ = std::move(other.chain_);
+      slot_ = other.slot_;
+    }
+    return *this;
+  }
+  ~ChainSlot() { empty(); }
+
+ private:
+  void empty() {
+    if (chain_) (void)bpf_map_delete_elem(chain_.get(), &slot_);
+  }
+  UniqueFd chain_;
+  uint32_t slot_ = 0;
+};
+
+// A source's sched_switch program: put in slot `slot` of the scheduler object's chain (chain_fd),
+// where there is one (load it with autoattach off then), so the scheduler's switch program ends
+// in it, or on its own where the kernel refuses that (its link in *link); chain_fd < 0: it was
+// attached with its object.
+Result<ChainSlot> chain_or_attach(bpf_program* prog, int chain_fd, uint32_t slot, bpf_link** link);
 
 // Sums a per-CPU array's single slot over every possible CPU.
 template <typename T>

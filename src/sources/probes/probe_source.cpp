@@ -25,6 +25,7 @@
 #include "core/text_layout.h"
 
 #include "probe.h"
+#include "scheduler.h"  // the switch chain's slots
 #include "probe.skel.h"
 #include "sources/kernel/skeleton.h"
 #include "sources/probes/contexts.h"
@@ -246,6 +247,7 @@ std::vector<std::string> labels_of(const std::vector<probes::ResolvedProbe>& lis
 
 struct ProbeSource::Impl {
   SkeletonPtr<probe_bpf> skel{nullptr, probe_bpf::destroy};
+  ChainSlot chained;  // btf_switch, in the scheduler object's switch chain
   std::vector<UniqueFd> multi_links;  // uprobe_multi: per binary, one for entries, one for returns
   // perf-event uprobes (where uprobe_multi is not there) and USDT; each detached when dropped
   std::vector<std::unique_ptr<bpf_link, int (*)(bpf_link*)>> links;
@@ -626,8 +628,8 @@ Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& ta
   auto impl = std::make_unique<ProbeSource::Impl>();
   bool contexts = target.has_usdt("context_thread");
   bool otel = target.otel && target.tree.track_tree;
-  std::pair<int, int> stamps{target.runq_stamps_fd, target.tree.switch_clock_fd};
-  detail::BeforeLoad<probe_bpf> before_load = [multi, contexts, otel, stamps](probe_bpf* s) {
+  int stamps = target.runq_stamps_fd, chain = target.tree.switch_chain_fd;
+  detail::BeforeLoad<probe_bpf> before_load = [multi, contexts, otel, stamps, chain](probe_bpf* s) {
     if (multi) {
       for (bpf_program* p : {s->progs.call_entry, s->progs.call_return}) {
         bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(probes::kUprobeMultiAttachType));
@@ -635,11 +637,10 @@ Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& ta
     }
     // The wakeups' stamps: the scheduler object's where it is loaded, else this object's own
     // program (every wakeup of the machine goes through it: only where a target publishes context).
-    bool shared = stamps.first >= 0 && bpf_map__reuse_fd(s->maps.runq_stamps, stamps.first) == 0 &&
-                  bpf_map__reuse_fd(s->maps.switch_clock, stamps.second) == 0;
+    bool shared = stamps >= 0 && bpf_map__reuse_fd(s->maps.runq_stamps, stamps) == 0;
     if (!shared) bpf_map__set_max_entries(s->maps.runq_stamps, 1);
     s->rodata->shared_stamps = shared ? 1 : 0;
-    s->rodata->shared_clock = shared ? 1 : 0;
+    if (chain >= 0) bpf_program__set_autoattach(s->progs.btf_switch, false);  // the scheduler's ends in it
     bpf_program__set_autoload(s->progs.ctx_wakeup, (contexts || otel) && !shared);
     bpf_program__set_autoload(s->progs.otel_exec, otel);
     s->rodata->otel_on = otel ? 1 : 0;
@@ -647,6 +648,11 @@ Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& ta
   auto loaded = load_skeleton<probe_bpf>("application probe", target.tree, /*btf_only=*/true, before_load);
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
+  bpf_link* own = nullptr;
+  auto slot = chain_or_attach(impl->skel->progs.btf_switch, chain, PM_CHAIN_PROBES, &own);
+  if (!slot) return slot.error();
+  impl->chained = std::move(*slot);
+  if (own != nullptr) impl->links.emplace_back(own, bpf_link__destroy);
   impl->names = labels_of(target.probes);
   impl->names.resize(PM_MAX_FUNCS);
   impl->names[PM_REQUEST_FUNC] = "request";

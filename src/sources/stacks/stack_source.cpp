@@ -29,6 +29,7 @@
 #include "sources/stacks/unwinder.h"
 
 // clang-format off
+#include "scheduler.h"  // the switch chain's slots
 #include "stacks.h"
 #include "stacks.skel.h"
 // clang-format on
@@ -129,7 +130,7 @@ struct StackSource::Impl {
   SkeletonPtr<stacks_bpf> skel{nullptr, stacks_bpf::destroy};
   std::vector<UniqueFd> perf_fds;
   std::vector<bpf_link*> links;
-  UniqueFd tail;  // the scheduler object's off_cpu array, where off_switch was put
+  ChainSlot chained;  // off_switch, in the scheduler object's switch chain
   std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> ring{nullptr, ring_buffer__free};
   stacks::Unwinder unwinder;
   stacks::KernelSymbols ksyms;
@@ -154,15 +155,10 @@ struct StackSource::Impl {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   bool finished = false;
 
-  ~Impl() {
-    detach();
-    if (tail) {
-      uint32_t zero = 0;
-      bpf_map_delete_elem(tail.get(), &zero);
-    }
-  }
+  ~Impl() { detach(); }
 
   void detach() {
+    chained = ChainSlot();
     for (bpf_link* l : links) bpf_link__destroy(l);
     links.clear();
     perf_fds.clear();
@@ -370,13 +366,10 @@ Result<std::unique_ptr<StackSource>> StackSource::create(const Config::Stacks& c
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   bool off = config.off_cpu;
-  int clock = target.switch_clock_fd;
-  int tail = off ? target.off_cpu_fd : -1;
-  auto loaded = load_skeleton<stacks_bpf>("stacks", target, /*btf_only=*/true, [off, clock, tail](stacks_bpf* s) {
+  int chain = off ? target.switch_chain_fd : -1;
+  auto loaded = load_skeleton<stacks_bpf>("stacks", target, /*btf_only=*/true, [off, chain](stacks_bpf* s) {
     bpf_program__set_autoload(s->progs.off_switch, off);
-    if (tail >= 0) bpf_program__set_autoattach(s->progs.off_switch, false);  // called by the scheduler's
-    // The off-CPU program runs after the scheduler object's (attached later): it takes its clock.
-    s->rodata->shared_clock = off && clock >= 0 && bpf_map__reuse_fd(s->maps.switch_clock, clock) == 0 ? 1 : 0;
+    if (chain >= 0) bpf_program__set_autoattach(s->progs.off_switch, false);  // the scheduler's ends in it
     s->rodata->stretch_min_ns = off ? kStretchMinNs : 0;
     if (!off) {  // their preallocated room unused
       bpf_map__set_max_entries(s->maps.off_slots, 1);
@@ -385,18 +378,11 @@ Result<std::unique_ptr<StackSource>> StackSource::create(const Config::Stacks& c
   });
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
-  if (tail >= 0) {
-    // The scheduler object's switch program ends in this one; where that cannot be, it is attached.
-    uint32_t zero = 0;
-    int prog = bpf_program__fd(impl->skel->progs.off_switch);
-    if (bpf_map_update_elem(tail, &zero, &prog, BPF_ANY) == 0) {
-      impl->tail.reset(::fcntl(tail, F_DUPFD_CLOEXEC, 0));
-    } else {
-      bpf_link* link = bpf_program__attach(impl->skel->progs.off_switch);
-      if (link == nullptr) return Error::from_errno(errno, "attaching the off-CPU stacks' program");
-      impl->links.push_back(link);
-    }
-  }
+  bpf_link* own = nullptr;
+  auto slot = chain_or_attach(impl->skel->progs.off_switch, chain, PM_CHAIN_OFF_CPU, &own);
+  if (!slot) return slot.error();
+  impl->chained = std::move(*slot);
+  if (own != nullptr) impl->links.push_back(own);
   impl->ksyms = stacks::KernelSymbols::load();
   // Each process's mapped files are held open (and libdw holds its modules'): as many open files
   // as the hard limit allows, as `run` asks for its tree.
