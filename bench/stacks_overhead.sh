@@ -82,9 +82,14 @@ for ((r = 0; r < rounds; r++)); do
   fi
 done
 bare=$(tr ' ' '\n' <<< "${results[bare]}" | grep . | median)
+# Also the median of each round's own ratio (its figure over the same round's bare): a host whose
+# speed drifts between rounds moves that less than the ratio of the medians.
+by_round() { paste <(tr ' ' '\n' <<< "$1" | grep .) <(tr ' ' '\n' <<< "$2" | grep .) | awk '{print $1 / $2}' | median; }
 for k in bare run run-off offcputime perf; do
   [ -n "${results[$k]:-}" ] || { echo "$k: not run (tool missing)"; continue; }
   m=$(tr ' ' '\n' <<< "${results[$k]}" | grep . | median)
-  awk -v k="$k" -v m="$m" -v b="$bare" -v all="${results[$k]}" 'BEGIN {printf "%-11s %7.3f us/trip  %.3f x bare   (%s)\n", k, m, m / b, all}'
+  rr=$(by_round "${results[$k]}" "${results[bare]}")
+  awk -v k="$k" -v m="$m" -v b="$bare" -v rr="$rr" -v all="${results[$k]}" \
+    'BEGIN {printf "%-11s %7.3f us/trip  %.3f x bare  (by round %.3f)   (%s)\n", k, m, m / b, rr, all}'
 done
 rm -f /tmp/pm-bench-perf.data /tmp/pm-bench-stacks.folded
