@@ -229,6 +229,10 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx) {
   return 0;
 }
 
+// Set by user space once off_switch is in the scheduler object's chain: only then does it go on
+// along the chain (attached on its own, it would run the programs after it a second time).
+bool in_chain = false;
+
 // Off-CPU: at its switch out a thread's place is found (made, with its one record, the first
 // time); at its switch in the time since goes to that place's value.
 SEC("tp_btf/sched_switch")
@@ -326,6 +330,6 @@ int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_str
     }
     s->out_ns = 0;
   }
-  switch_chain_from(ctx, PM_CHAIN_PROBES);
+  if (in_chain) switch_chain_from(ctx, PM_CHAIN_PROBES);
   return 0;
 }

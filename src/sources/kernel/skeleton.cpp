@@ -68,13 +68,16 @@ void append_bpf_stats(bpf_object* obj, Samples& out) {
   }
 }
 
-Result<ChainSlot> chain_or_attach(bpf_program* prog, int chain_fd, uint32_t slot, bpf_link** link) {
+Result<ChainSlot> chain_or_attach(bpf_program* prog, int chain_fd, uint32_t slot, bpf_link** link,
+                                  bool* in_chain) {
   *link = nullptr;
   if (chain_fd < 0) return ChainSlot();  // attached with its object
   int fd = bpf_program__fd(prog);
+  if (in_chain != nullptr) *in_chain = true;  // (before it runs there)
   if (bpf_map_update_elem(chain_fd, &slot, &fd, BPF_ANY) == 0) {
     return ChainSlot(UniqueFd(::fcntl(chain_fd, F_DUPFD_CLOEXEC, 0)), slot);
   }
+  if (in_chain != nullptr) *in_chain = false;
   *link = bpf_program__attach(prog);
   if (*link == nullptr) return Error::from_errno(errno, std::string("attaching ") + bpf_program__name(prog));
   return ChainSlot();

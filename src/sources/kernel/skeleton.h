@@ -156,8 +156,10 @@ class ChainSlot {
 // A source's sched_switch program: put in slot `slot` of the scheduler object's chain (chain_fd),
 // where there is one (load it with autoattach off then), so the scheduler's switch program ends
 // in it, or on its own where the kernel refuses that (its link in *link); chain_fd < 0: it was
-// attached with its object.
-Result<ChainSlot> chain_or_attach(bpf_program* prog, int chain_fd, uint32_t slot, bpf_link** link);
+// attached with its object. in_chain (may be null): the program's own flag, whether to go on
+// along the chain, true while it is in it.
+Result<ChainSlot> chain_or_attach(bpf_program* prog, int chain_fd, uint32_t slot, bpf_link** link,
+                                  bool* in_chain = nullptr);
 
 // Sums a per-CPU array's single slot over every possible CPU.
 template <typename T>

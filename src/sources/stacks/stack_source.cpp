@@ -379,7 +379,7 @@ Result<std::unique_ptr<StackSource>> StackSource::create(const Config::Stacks& c
   if (!loaded) return loaded.error();
   impl->skel = std::move(loaded->skel);
   bpf_link* own = nullptr;
-  auto slot = chain_or_attach(impl->skel->progs.off_switch, chain, PM_CHAIN_OFF_CPU, &own);
+  auto slot = chain_or_attach(impl->skel->progs.off_switch, chain, PM_CHAIN_OFF_CPU, &own, &impl->skel->bss->in_chain);
   if (!slot) return slot.error();
   impl->chained = std::move(*slot);
   if (own != nullptr) impl->links.push_back(own);
