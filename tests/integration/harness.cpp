@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -156,9 +157,39 @@ void parse_records(Outcome& o) {
   }
 }
 
+namespace {
+
+// The scratch names this test process handed out: every file and directory whose name begins
+// with one is removed when the process ends (by the process that made them: a forked child that
+// exits runs this too, and must leave them).
+struct ScratchNames {
+  pid_t owner = ::getpid();
+  std::vector<std::string> names;  // file names in scratch_dir()
+  ~ScratchNames() {
+    if (::getpid() != owner || names.empty()) return;
+    std::error_code ec;
+    std::vector<std::filesystem::path> doomed;
+    for (const auto& entry : std::filesystem::directory_iterator(scratch_dir(), ec)) {
+      std::string name = entry.path().filename().string();
+      for (const std::string& n : names) {
+        if (name.starts_with(n)) {
+          doomed.push_back(entry.path());
+          break;
+        }
+      }
+    }
+    for (const auto& p : doomed) std::filesystem::remove_all(p, ec);
+  }
+};
+ScratchNames scratch_names;
+
+}  // namespace
+
 std::string temp_base() {
-  return scratch_dir() + "/pm-test-" + std::to_string(::getpid()) + "-" +
-         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::string name = "pm-test-" + std::to_string(::getpid()) + "-" +
+                     std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  if (::getpid() == scratch_names.owner) scratch_names.names.push_back(name);
+  return scratch_dir() + "/" + name;
 }
 
 RunningPm::RunningPm(const std::vector<std::string>& args) : base_(temp_base()), on_stderr_(reports_on_stderr(args)) {

@@ -44,7 +44,8 @@ pid_t start_pm(const std::vector<std::string>& args, const std::string& out_path
                const std::string& bin = "");
 // Fills o.records and o.summary from the JSON lines of o.out and o.err.
 void parse_records(Outcome& o);
-// A fresh path prefix in the scratch directory.
+// A fresh scratch path prefix; whatever the test makes under it is removed when the test
+// process ends.
 std::string temp_base();
 // A file's whole text ("" when it cannot be read).
 std::string slurp(const std::string& path);
