@@ -51,7 +51,10 @@ TEST_F(RunTest, TouchedMemoryShowsInRssAndPss) {
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_GE(num(o, "proc_rss_max"), 256 * kMiB);
   EXPECT_LT(num(o, "proc_rss_max"), 300 * kMiB);
-  EXPECT_GE(num(o, "proc_pss_max"), 256 * kMiB);
+  // PSS comes from passes over smaps_rollup (pss_sampler.h): one taken when the touch was within
+  // 0.5 % (or 1 MiB) of its end may stand for the peak, the last pages unseen, when no pass falls
+  // in the hold (a loaded host). Anything lower is not a sampling gap.
+  EXPECT_GE(num(o, "proc_pss_max"), 256 * kMiB * (1 - 0.005)) << o.summary.dump();
   EXPECT_LT(num(o, "proc_pss_max"), 300 * kMiB);
   EXPECT_GE(num(o, "proc_anon_max"), 256 * kMiB);
   EXPECT_LT(num(o, "proc_rss_min"), 64 * kMiB);  // before the touch
