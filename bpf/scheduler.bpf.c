@@ -139,24 +139,31 @@ static __always_inline struct pm_tree_stats *tree_stats(void) {
   return bpf_map_lookup_elem(&tree, &zero);
 }
 
-// The task's own figures now (tree.h). Blocked time is its life minus the time it ran and the
-// time it waited for a CPU: exact while it sleeps (both are final then) and at its death; while
-// it is runnable the two lag (the kernel adds them up at ticks and switches), so the value from
-// its last wakeup stands, which is exact: it has not blocked since.
+// A task's blocked time as of `at`, a moment it was not running since its last switch out (a
+// sleep's end, or the switch out itself): its life then minus the time it ran and the time it
+// waited for a CPU, both final from its switch out to its next switch in (the kernel adds the
+// wait to run_delay only at the switch in, after sched_switch fires).
+static __always_inline __u64 blocked_at(struct task_struct *t, __u64 at) {
+  __u64 life = at > t->start_time ? at - t->start_time : 0;
+  __u64 busy = t->se.sum_exec_runtime + (bpf_core_field_exists(t->sched_info) ? t->sched_info.run_delay : 0);
+  return life > busy ? life - busy : 0;
+}
+
+static __always_inline __u64 max_u64(__u64 a, __u64 b) { return a > b ? a : b; }
+
+// The task's own figures now (tree.h). Blocked time (blocked_at) is exact while it sleeps and at
+// its death. While it is runnable its on-CPU time and wait lag (the kernel adds them up at ticks
+// and switches): one waiting for a CPU was blocked until its run-queue stamp (`queued`, 0: none),
+// one running until its last switch in, where its switch program kept the figure.
 static __always_inline void task_figures(struct task_struct *t, struct pm_member *m, __u64 now, bool dead,
-                                         __u64 *fig) {
+                                         __u64 queued, __u64 *fig) {
   fig[PM_T_ON_CPU_NS] = t->se.sum_exec_runtime;
   fig[PM_T_USER_NS] = t->utime;
   fig[PM_T_SYSTEM_NS] = t->stime;
   fig[PM_T_RUNQ_NS] = bpf_core_field_exists(t->sched_info) ? t->sched_info.run_delay : 0;
-  if (dead || !t->on_rq) {
-    __u64 life = now > t->start_time ? now - t->start_time : 0;
-    __u64 busy = fig[PM_T_ON_CPU_NS] + fig[PM_T_RUNQ_NS];
-    __u64 blocked = life > busy ? life - busy : 0;
-    fig[PM_T_BLOCKED_NS] = blocked > m->blocked_ns ? blocked : m->blocked_ns;
-  } else {
-    fig[PM_T_BLOCKED_NS] = m->blocked_ns;
-  }
+  if (dead || !t->on_rq) fig[PM_T_BLOCKED_NS] = max_u64(blocked_at(t, now), m->blocked_ns);
+  else if (queued && !t->on_cpu) fig[PM_T_BLOCKED_NS] = max_u64(blocked_at(t, queued), m->blocked_ns);
+  else fig[PM_T_BLOCKED_NS] = m->blocked_ns;
   fig[PM_T_VOLUNTARY] = t->nvcsw;
   fig[PM_T_INVOLUNTARY] = t->nivcsw;
   fig[PM_T_MINOR_FAULTS] = t->min_flt;
@@ -191,7 +198,7 @@ static __always_inline void capture(struct task_struct *t) {
   struct pm_tree_stats *s = tree_stats();
   if (!s) return;
   __u64 fig[PM_T_FIGURES];
-  task_figures(t, m, bpf_ktime_get_ns(), true, fig);
+  task_figures(t, m, bpf_ktime_get_ns(), true, 0, fig);
   for (int i = 0; i < PM_T_FIGURES; ++i) s->totals.exited[i] += fig[i];
   s->totals.tasks_exited++;
   __u64 peak = signal_maxrss(t);
@@ -221,7 +228,7 @@ static __always_inline void capture_any(struct task_struct *t) {
   }
   struct pm_member none = {};
   __u64 fig[PM_T_FIGURES];
-  task_figures(t, &none, bpf_ktime_get_ns(), true, fig);
+  task_figures(t, &none, bpf_ktime_get_ns(), true, 0, fig);
   for (int i = 0; i < PM_T_FIGURES; ++i) __sync_fetch_and_add(&e->fig[i], fig[i]);
   __sync_fetch_and_add(&e->tasks, 1);
   __u64 peak = signal_maxrss(t);
@@ -340,35 +347,30 @@ static __always_inline __u64 take_stamp(struct task_struct *p, bool typed) {
   return at;
 }
 
+// When a task became runnable, by its stamp not yet taken (0: none, or not its own).
+static __always_inline __u64 queued_since(struct task_struct *t) {
+  __u32 pid = t->pid;
+  struct pm_runq_stamp *s = stamp_slot(pid);
+  if (!s || s->pid != pid || s->start != (__u32)t->start_time) return 0;
+  return s->at;
+}
+
 // sched_wakeup (and sched_wakeup_new): the task is runnable from here. It follows each
 // sched_waking one to one (also for a task woken before it left the CPU), later only where
 // the wakeup is handed to the task's CPU (an IPI), which runqlat does not count as waiting.
-static __always_inline int on_wakeup(struct task_struct *p, bool typed) {
+// A tree member's wakeup is counted here (not a new task's: `woken`); its blocked time is kept
+// at its switch in, from this stamp (on_switch), so no program runs at sched_waking.
+static __always_inline int on_wakeup(struct task_struct *p, bool typed, bool woken) {
   __u32 zero = 0;
   if (count_system) {
     struct pm_sched_counters *c = bpf_map_lookup_elem(&counters, &zero);
     if (c) c->wakeups++;
   }
-  stamp_runnable(p, typed, bpf_ktime_get_ns());
-  return 0;
-}
-
-// sched_waking of a tree member (typed programs only: a tree is followed only by them). Its
-// state is still the sleep's here, which sched_wakeup no longer shows.
-static __always_inline int on_tree_waking(struct task_struct *p) {
-  if (!track_tree) return 0;
-  struct pm_member *m = member_of(p);
-  if (!m) return 0;
-  struct pm_tree_stats *s = tree_stats();
-  if (s) s->wakeups++;
-  // Woken from a sleep: its time so far is final, so is its blocked time (task_figures). A
-  // task woken before it left the CPU did not block.
-  if (!p->on_cpu && !p->on_rq) {
-    __u64 now = bpf_ktime_get_ns();
-    __u64 life = now > p->start_time ? now - p->start_time : 0;
-    __u64 busy = p->se.sum_exec_runtime + (bpf_core_field_exists(p->sched_info) ? p->sched_info.run_delay : 0);
-    if (life > busy && life - busy > m->blocked_ns) m->blocked_ns = life - busy;
+  if (typed && woken && track_tree && member_of(p)) {
+    struct pm_tree_stats *s = tree_stats();
+    if (s) s->wakeups++;
   }
+  stamp_runnable(p, typed, bpf_ktime_get_ns());
   return 0;
 }
 
@@ -413,12 +415,17 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
     c->runq_ns += wait;
     c->runq_hist[b]++;
   }
-  if (track_tree && member_of(next)) {
+  struct pm_member *m = track_tree ? member_of(next) : 0;
+  if (m) {
     struct pm_tree_stats *s = tree_stats();
     if (s) {
       s->runq_ns += wait;
       s->runq_hist[b]++;
     }
+    // Not running since `queued`: blocked until then (blocked_at), for the figures read while
+    // it runs (task_figures). Kept here rather than at its wakeup, where no program runs.
+    __u64 blocked = blocked_at(next, queued);
+    if (blocked > m->blocked_ns) m->blocked_ns = blocked;
   }
   if (cgroup_depth) {
     __u32 slot = cgroup_slot_of(next);
@@ -491,11 +498,9 @@ int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_str
   return 0;
 }
 SEC("tp_btf/sched_wakeup")
-int BPF_PROG(btf_wakeup, struct task_struct *p) { return on_wakeup(p, true); }
+int BPF_PROG(btf_wakeup, struct task_struct *p) { return on_wakeup(p, true, true); }
 SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(btf_wakeup_new, struct task_struct *p) { return on_wakeup(p, true); }
-SEC("tp_btf/sched_waking")
-int BPF_PROG(tree_waking, struct task_struct *p) { return on_tree_waking(p); }
+int BPF_PROG(btf_wakeup_new, struct task_struct *p) { return on_wakeup(p, true, false); }
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(tree_fork, struct task_struct *parent, struct task_struct *child) { return on_fork(parent, child); }
 
@@ -504,9 +509,9 @@ int BPF_PROG(raw_switch, bool preempt, struct task_struct *prev, struct task_str
   return on_switch(prev, next, preempt, task_state(prev), false);
 }
 SEC("raw_tp/sched_wakeup")
-int BPF_PROG(raw_wakeup, struct task_struct *p) { return on_wakeup(p, false); }
+int BPF_PROG(raw_wakeup, struct task_struct *p) { return on_wakeup(p, false, true); }
 SEC("raw_tp/sched_wakeup_new")
-int BPF_PROG(raw_wakeup_new, struct task_struct *p) { return on_wakeup(p, false); }
+int BPF_PROG(raw_wakeup_new, struct task_struct *p) { return on_wakeup(p, false, false); }
 
 // A live task's record: its figures, its process's memory, who and where it is. Typed pointers
 // all the way: direct loads, no helper calls (this runs for every member on every tree pass).
@@ -515,7 +520,7 @@ static __always_inline void member_record(struct pm_task *rec, struct task_struc
   rec->tgid = t->tgid;
   rec->ppid = t->real_parent->tgid;
   rec->start_ns = t->start_time;
-  task_figures(t, m, bpf_ktime_get_ns(), false, rec->fig);
+  task_figures(t, m, bpf_ktime_get_ns(), false, queued_since(t), rec->fig);
   struct mm_struct *mm = t->mm;
   __u64 peak = signal_maxrss(t);
   if (mm) {
@@ -709,7 +714,7 @@ int top_tasks(struct bpf_iter__task *ctx) {
     }
   }
   struct pm_member none = {};
-  task_figures(t, &none, bpf_ktime_get_ns(), false, rec.fig);
+  task_figures(t, &none, bpf_ktime_get_ns(), false, 0, rec.fig);
   if (t->on_rq) rec.flags |= PM_TASK_RUNNABLE;
   if (t->flags & PF_KTHREAD) rec.flags |= PM_TASK_KTHREAD;
   struct mm_struct *mm = t->mm;

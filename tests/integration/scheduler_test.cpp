@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The scheduler source (eBPF on sched_switch, sched_wakeup, sched_wakeup_new, sched_waking, sched_process_fork)
+// The scheduler source (eBPF on sched_switch, sched_wakeup, sched_wakeup_new, sched_process_fork)
 // and the tree's kernel accounting against workloads of known behaviour and against /proc/stat.
 #include <dirent.h>
 #include <fcntl.h>
