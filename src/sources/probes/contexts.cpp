@@ -52,21 +52,47 @@ double secs(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
 
 // ---- Join ----
 
+void Join::Tids::add(int tid) {
+  if (std::find(few_, few_ + std::min(n_, kInPlace), tid) != few_ + std::min(n_, kInPlace)) return;
+  if (std::find(more_.begin(), more_.end(), tid) != more_.end() || n_ >= kMax) return;
+  if (n_ < kInPlace) {
+    few_[n_] = tid;
+  } else {
+    more_.push_back(tid);
+  }
+  ++n_;
+}
+
+uint64_t Join::seed() {
+  static const uint64_t s = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                            reinterpret_cast<uintptr_t>(&s);
+  return s;
+}
+
+size_t Join::KeyHash::operator()(const Key& k) const {
+  // splitmix64's finalizer over the ID, the pid and the seed.
+  uint64_t x = k.second ^ seed ^ (static_cast<uint64_t>(static_cast<uint32_t>(k.first)) << 32);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return static_cast<size_t>(x ^ (x >> 31));
+}
+
 void Join::poll(int pid, int tid, uint64_t number, const Poll& p) {
-  Key k{pid, p.id};
-  auto it = requests_.find(k);
-  if (it == requests_.end() && requests_.size() >= kMaxOpen) {
+  auto [it, fresh] = requests_.try_emplace(Key{pid, p.id});
+  if (fresh && requests_.size() > kMaxOpen) {
+    requests_.erase(it);
     ++dropped_;
     return;
   }
-  if (it != requests_.end() && it->second.done) {
+  Request& q = it->second;
+  if (q.done) {
     // The ID was used again for a new request before the last one was handed on: that one is
     // complete as far as it will ever be.
-    it->second.done_round = 0;
-    it->second.pending = 0;
+    q.done_round = 0;
+    q.pending = 0;
   }
-  ++requests_[k].pending;
-  read_now_.push_back({pid, tid, number, p});
+  ++q.pending;  // (so it stays while this read waits: `q` is where take finds it)
+  read_now_.push_back({pid, tid, number, p, &q});
 }
 
 void Join::event(const pm_ctx_event& e) {
@@ -80,17 +106,43 @@ void Join::event(const pm_ctx_event& e) {
     }
     return;
   }
-  std::pair<int, uint64_t> key{static_cast<int>(e.tid), e.poll};
-  if (events_.size() >= kMaxPending && events_.find(key) == events_.end()) {
+  Pending& t = events_[static_cast<int>(e.tid)];
+  auto& list = t.events;
+  auto by_poll = [](const pm_ctx_event& a, const pm_ctx_event& b) { return a.poll < b.poll; };
+  if (t.head == list.size() || e.poll >= list.back().poll) {
+    bool fresh = t.head == list.size() || e.poll != list.back().poll;
+    if (fresh && pending_polls_ >= kMaxPending) {
+      ++dropped_;
+      return;
+    }
+    if (!fresh && t.tail_run >= 4096) return;  // a poll with more stretches off the CPU keeps its first ones
+    t.tail_run = fresh ? 1 : t.tail_run + 1;
+    if (fresh) {
+      ++t.polls;
+      ++pending_polls_;
+    }
+    list.push_back(e);
+    return;
+  }
+  // An event of an earlier poll than the last one's (not seen here; kept in order all the same).
+  auto [lo, hi] = std::equal_range(list.begin() + static_cast<ptrdiff_t>(t.head), list.end(), e, by_poll);
+  if (lo == hi && pending_polls_ >= kMaxPending) {
     ++dropped_;
     return;
   }
-  auto& list = events_[key];
-  if (list.size() < 4096) list.push_back(e);  // a poll with more stretches off the CPU keeps its first ones
+  if (hi - lo >= 4096) return;
+  if (lo == hi) {
+    ++t.polls;
+    ++pending_polls_;
+  }
+  list.insert(hi, e);
 }
 
 void Join::forget_thread(int tid) {
-  events_.erase(events_.lower_bound({tid, 0}), events_.lower_bound({tid + 1, 0}));
+  if (auto it = events_.find(tid); it != events_.end()) {
+    pending_polls_ -= it->second.polls;
+    events_.erase(it);
+  }
   loose_.erase(tid);
 }
 
@@ -98,7 +150,7 @@ void Join::take(const Read& r) {
   ++polls_taken_;
   const Poll& p = r.p;
   uint64_t begin = p.begin_ns, end = std::max(p.end_ns, p.begin_ns);
-  Request& q = requests_[{r.pid, p.id}];
+  Request& q = *r.request;
   if (q.polls == 0) {
     q.pid = r.pid;
     q.tid = r.tid;
@@ -109,7 +161,7 @@ void Join::take(const Read& r) {
   q.first_begin = std::min(q.first_begin, begin);
   q.last_end = std::max(q.last_end, end);
   q.run_ns += end - begin;
-  if (std::find(q.tids.begin(), q.tids.end(), r.tid) == q.tids.end() && q.tids.size() < 64) q.tids.push_back(r.tid);
+  q.tids.add(r.tid);
   // Its events, each clipped to the poll: a switch between the record's `active` and the clock
   // read beside it lies partly outside.
   auto gap = [&](const pm_ctx_event& e) {
@@ -122,16 +174,33 @@ void Join::take(const Read& r) {
     ++(e.involuntary ? q.involuntary : q.voluntary);
     q.faults += e.value;
   };
-  auto first = events_.lower_bound({r.tid, 0});
-  auto mine = events_.find({r.tid, r.number});
-  if (mine != events_.end()) {
-    for (const pm_ctx_event& e : mine->second) {
+  // This poll's events; those of older ones of the thread (a poll lost from an overwritten log)
+  // are dropped with them.
+  if (auto pending = events_.find(r.tid); pending != events_.end()) {
+    Pending& t = pending->second;
+    auto& list = t.events;
+    size_t i = t.head;
+    uint64_t poll = UINT64_MAX;
+    for (; i < list.size() && list[i].poll <= r.number; ++i) {
+      const pm_ctx_event& e = list[i];
+      if (e.poll != poll) {
+        poll = e.poll;
+        --t.polls;
+        --pending_polls_;
+      }
+      if (e.poll != r.number) continue;
       if (e.kind == PM_CTX_BIO) {
-        if (e.out_ns < begin || e.out_ns > end) continue;
-        (e.reason ? q.bio_write : q.bio_read) += e.value;
+        if (e.out_ns >= begin && e.out_ns <= end) (e.reason ? q.bio_write : q.bio_read) += e.value;
         continue;
       }
       gap(e);
+    }
+    t.head = i;
+    if (t.head == list.size()) {
+      events_.erase(pending);
+    } else if (t.head >= 1024 && t.head * 2 >= list.size()) {
+      list.erase(list.begin(), list.begin() + static_cast<ptrdiff_t>(t.head));
+      t.head = 0;
     }
   }
   // Stretches placed by their time: the part inside this poll is its; one that ended before
@@ -144,9 +213,6 @@ void Join::take(const Read& r) {
                list.end());
     if (list.empty()) loose_.erase(loose);
   }
-  // This poll's events and any older ones of the thread (a poll lost from an overwritten log).
-  auto last = events_.upper_bound({r.tid, r.number});
-  events_.erase(first, last);
   if (p.done) {
     q.done = true;
     q.done_round = round_;
@@ -221,6 +287,7 @@ void Join::flush(const Out& out, WallClock::time_point wall_at_mono_zero) {
   }
   finished_.clear();
   events_.clear();
+  pending_polls_ = 0;
   loose_.clear();
 }
 
@@ -282,6 +349,12 @@ void CounterClock::add(uint64_t count, uint64_t ns) {
 
 uint64_t CounterClock::ns(uint64_t count) const {
   if (points_.size() < 2) return 0;
+  // Inside the segment the last count fell in (counts come in order: most do).
+  if (last_ + 1 < points_.size() && points_[last_].first <= count && count < points_[last_ + 1].first) {
+    const auto &lo = points_[last_], &hi = points_[last_ + 1];
+    long double slope = static_cast<long double>(hi.second - lo.second) / static_cast<long double>(hi.first - lo.first);
+    return lo.second + static_cast<uint64_t>(static_cast<long double>(count - lo.first) * slope);
+  }
   // The two points around it (or the last two segments' worth at the ends).
   auto after = std::upper_bound(points_.begin(), points_.end(), count,
                                 [](uint64_t c, const std::pair<uint64_t, uint64_t>& p) { return c < p.first; });
@@ -292,6 +365,7 @@ uint64_t CounterClock::ns(uint64_t count) const {
     lo = hi - std::min<ptrdiff_t>(hi - points_.begin(), 100);
   }
   long double slope = static_cast<long double>(hi->second - lo->second) / static_cast<long double>(hi->first - lo->first);
+  if (after != points_.begin() && after != points_.end()) last_ = static_cast<size_t>(after - points_.begin()) - 1;
   const auto& anchor = after == points_.begin() ? *lo : *(after - 1);
   long double ns = static_cast<long double>(anchor.second) +
                    (static_cast<long double>(count) - static_cast<long double>(anchor.first)) * slope;

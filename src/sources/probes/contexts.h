@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory_resource>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -54,10 +55,25 @@ class Join {
   [[nodiscard]] uint64_t dropped() const { return dropped_; }
 
  private:
+  struct Request;
   struct Read {
     int pid, tid;
     uint64_t number;
     Poll p;
+    Request* request;  // its request's entry (kept while a read of it waits: `pending`)
+  };
+  // The threads that ran a request's polls (at most 64 kept): the first few in place, as most
+  // requests run on one to four, so that a request costs no allocation of its own.
+  class Tids {
+   public:
+    void add(int tid);
+    [[nodiscard]] size_t size() const { return n_; }
+
+   private:
+    static constexpr size_t kInPlace = 4, kMax = 64;
+    size_t n_ = 0;
+    int few_[kInPlace] = {};
+    std::vector<int> more_;
   };
   struct Request {
     int pid = 0, tid = 0;  // the thread of its first poll
@@ -66,21 +82,41 @@ class Join {
     uint64_t runq_ns = 0, blocked_ns[PM_BLOCK_REASONS] = {};
     uint64_t voluntary = 0, involuntary = 0, bio_read = 0, bio_write = 0, faults = 0;
     uint32_t polls = 0, pending = 0;  // pending: read, not yet taken
-    std::vector<int> tids;
+    Tids tids;
     bool done = false;
     uint64_t done_round = 0;
   };
   using Key = std::pair<int, uint64_t>;  // (pid, request ID)
+  // The IDs are the application's to choose: hashed with a seed of this run's, so that no
+  // choice of them makes the lookups collide.
+  struct KeyHash {
+    uint64_t seed;
+    size_t operator()(const Key& k) const;
+  };
+  // A thread's events not yet taken, in the order of their polls (a thread's polls are numbered
+  // in the order it ran them, and its events come in that order): those before `head` are
+  // taken. `polls`: how many different polls the rest are of.
+  struct Pending {
+    std::vector<pm_ctx_event> events;
+    size_t head = 0, polls = 0, tail_run = 0;  // tail_run: events of the last one's poll
+  };
 
   void take(const Read& r);
   void emit(Request& q, const Out& out, WallClock::time_point wall_at_mono_zero);
 
   std::vector<Read> read_now_, read_before_;
-  std::map<std::pair<int, uint64_t>, std::vector<pm_ctx_event>> events_;  // by (tid, poll)
+  std::unordered_map<int, Pending> events_;  // by tid
+  size_t pending_polls_ = 0;                 // over all threads
   // Stretches whose poll is not known (their switch out was not traced): placed by their time
   // among the thread's polls, by tid.
   std::unordered_map<int, std::vector<pm_ctx_event>> loose_;
-  std::map<Key, Request> requests_;
+  // Open requests, hundreds to thousands at a time, each looked up three or four times: their
+  // nodes come from a pool that keeps the memory of those handed on, so a lookup finds a node
+  // still in the cache rather than a new allocation (half perf-monitor's CPU at 140,000 polls a
+  // second went to these lookups and malloc before).
+  std::pmr::unsynchronized_pool_resource pool_;
+  std::pmr::unordered_map<Key, Request, KeyHash> requests_{1024, KeyHash{seed()}, std::equal_to<Key>{}, &pool_};
+  static uint64_t seed();
   std::vector<Key> finished_;  // requests whose finishing poll was taken
   uint64_t round_ = 0, polls_taken_ = 0, requests_out_ = 0, dropped_ = 0;
 };
@@ -102,6 +138,7 @@ class CounterClock {
 
  private:
   std::vector<std::pair<uint64_t, uint64_t>> points_;  // (count, ns), in order; the last ~40 s
+  mutable size_t last_ = 0;  // the segment [last_, last_ + 1] the last count fell in (they come in order)
 };
 
 // The threads' records, each read where perf-monitor mapped the thread's memory file (it stays

@@ -108,6 +108,45 @@ TEST(ContextJoin, EventsOfPollsNeverReadAreDroppedWithTheNextPoll) {
   EXPECT_EQ(c.spans[0].voluntary_switches, 0u);
 }
 
+TEST(ContextJoin, EachPollTakesItsOwnEventsWhateverOrderTheyCameIn) {
+  Join j;
+  Collect c;
+  // Thread 1's events of polls 0, 1 and 2, poll 1's last: each poll gets its own, once.
+  j.event(gap(1, 0, 2 * kMs, 3 * kMs, 0, PM_BLOCK_SLEEP));
+  j.event(gap(1, 2, 22 * kMs, 25 * kMs, 0, PM_BLOCK_IO));
+  j.event(gap(1, 1, 12 * kMs, 14 * kMs, 0, PM_BLOCK_LOCK));
+  j.event(gap(1, 1, 15 * kMs, 16 * kMs, 0, PM_BLOCK_LOCK));
+  j.poll(100, 1, 0, {1, 1 * kMs, 5 * kMs, true});
+  j.poll(100, 1, 1, {2, 10 * kMs, 20 * kMs, true});
+  j.poll(100, 1, 2, {3, 21 * kMs, 30 * kMs, true});
+  j.flush(c.out(), {});
+  ASSERT_EQ(c.spans.size(), 3u);
+  for (const Span& s : c.spans) {
+    uint64_t id = s.request_id.value_or(0);
+    EXPECT_NEAR(s.blocked_seconds, id == 1 ? 0.001 : 0.003, 1e-12) << id;
+    EXPECT_EQ(s.voluntary_switches, id == 2 ? 2u : 1u) << id;
+  }
+  EXPECT_EQ(j.dropped(), 0u);
+}
+
+TEST(ContextJoin, PollsWithEventsWaitingAreBoundedAndWhatIsLeftOutCounted) {
+  Join j;
+  Collect c;
+  // 65,536 polls' events wait at most; a thread that sends more has the rest counted as dropped,
+  // and once its polls are taken, room is made again.
+  constexpr uint64_t kBound = 65536;
+  for (uint64_t p = 0; p < kBound + 10; ++p) j.event(gap(1, p, p * kMs, p * kMs + 1, 0, PM_BLOCK_OTHER));
+  EXPECT_EQ(j.dropped(), 10u);
+  j.event(gap(1, kBound - 1, 0, 1, 0, PM_BLOCK_OTHER));  // a poll already waiting: kept
+  EXPECT_EQ(j.dropped(), 10u);
+  j.poll(100, 1, kBound - 1, {1, 0, kBound * kMs, true});
+  j.flush(c.out(), {});
+  j.event(gap(2, 0, 0, 1, 0, PM_BLOCK_OTHER));
+  EXPECT_EQ(j.dropped(), 10u);
+  ASSERT_EQ(c.spans.size(), 1u);
+  EXPECT_EQ(c.spans[0].voluntary_switches, 2u);  // the poll's two stretches, none of the older polls'
+}
+
 TEST(ContextJoin, AStretchWhosePollIsNotKnownIsPlacedByItsTime) {
   Join j;
   Collect c;
