@@ -84,13 +84,18 @@ TopInterval TopModel::read(const TopReading& in) {
 void TopModel::tasks(Pass& p) {
   tasks_now_.clear();
   bool ascending = true;  // as the kernel's iterator gives them, by tid
+  auto cursor = tasks_.begin();  // while they ascend, each one's last figures are at or after the last one's
+  auto by_key = [](const auto& e, const ProcessKey& k) { return e.first < k; };
   for (const pm_task& t : *p.in.live) {
     ProcessKey pk{t.tgid, t.leader_start_ns}, tk{t.pid, t.start_ns};
     TaskFigures tt = task_figures(t.fig);
     ascending = ascending && (tasks_now_.empty() || tasks_now_.back().first < tk);
     Task& task = tasks_now_.emplace_back(tk, Task{}).second;
-    auto at = std::lower_bound(tasks_.begin(), tasks_.end(), tk,
-                               [](const auto& e, const ProcessKey& k) { return e.first < k; });
+    // (A few steps forward from the cursor, then a search: a pass's tasks are mostly the last one's.)
+    auto from = ascending ? cursor : tasks_.begin();
+    for (int step = 0; step < 8 && from != tasks_.end() && from->first < tk; ++step) ++from;
+    auto at = from != tasks_.end() && from->first < tk ? std::lower_bound(from, tasks_.end(), tk, by_key) : from;
+    cursor = at;
     auto prev = at != tasks_.end() && !(tk < at->first) ? at : tasks_.end();
     // A runnable task's blocked time is not read (the kernel has no figure as of its last
     // wakeup here): its last exact one stands, and the sleep it woke from comes with the next
@@ -125,7 +130,12 @@ void TopModel::tasks(Pass& p) {
       p.thread_process.push_back(pk);
     }
     task.last = tt;
-    Live& live = p.live[pk];
+    // Keys mostly ascend with the tids (a process's first task is its main thread): appended at
+    // the end, no search down the tree.
+    auto last = p.live.empty() ? p.live.end() : std::prev(p.live.end());
+    Live& live = last != p.live.end() && last->first == pk   ? last->second
+                 : last == p.live.end() || last->first < pk ? p.live.emplace_hint(p.live.end(), pk, Live{})->second
+                                                             : p.live[pk];
     live.totals.add(tt);
     // The leader's figures are summed over the CPUs (bpf/core_fixes.bpf.h): they win.
     if ((t.flags & PM_TASK_HAS_MM) && (!live.rss || t.pid == t.tgid)) live.rss = rss_of(t);
@@ -212,7 +222,8 @@ double TopModel::credit_moves(Pass& p, const ProcessKey& pk, uint64_t from, doub
 }
 
 // A process's row for the interval, and what it adds to its cgroup's and its group's.
-TopProcess* TopModel::add_row(Pass& p, const ProcessKey& pk, Process& proc, const TaskFigures& now, bool gone) {
+TopProcess* TopModel::add_row(Pass& p, const ProcessKey& pk, Process& proc, const Live* live, const TaskFigures& now,
+                              bool gone) {
   // A process not seen before counts from zero only when it began after the reading before
   // the last: none of its figures counted yet (a reading that saw it left state, still kept).
   // One that began earlier was there, unseen, or forgotten: what it did before is unknown here,
@@ -228,7 +239,7 @@ TopProcess* TopModel::add_row(Pass& p, const ProcessKey& pk, Process& proc, cons
   }
   proc.seen = true;
   proc.absent = 0;
-  if (auto r = p.live.find(pk); r != p.live.end() && r->second.rss) f.rss_bytes = *r->second.rss;
+  if (live != nullptr && live->rss) f.rss_bytes = *live->rss;
   uint64_t before = std::exchange(proc.cgroup_before, proc.cgroup_id);
   if (p.in.seconds == 0 || !known) return nullptr;  // the baseline reading, or no baseline for it
   TopProcess row{static_cast<int>(pk.tgid), 0, proc.comm};
@@ -277,12 +288,12 @@ void TopModel::processes(Pass& p) {
     }
     TaskFigures now = live.totals;
     now.add(proc.dead);
-    add_row(p, pk, proc, now, false);
+    add_row(p, pk, proc, &live, now, false);
   }
   for (const ProcessKey& pk : p.ended) {
     Process& proc = processes_[pk];
     proc.pass = passes_;
-    add_row(p, pk, proc, proc.dead, true);
+    add_row(p, pk, proc, nullptr, proc.dead, true);
   }
 }
 

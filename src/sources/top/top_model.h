@@ -159,7 +159,8 @@ class TopModel {
   void tasks(Pass& p);
   void deaths(Pass& p);
   void processes(Pass& p);
-  TopProcess* add_row(Pass& p, const ProcessKey& pk, Process& proc, const TaskFigures& now, bool gone);
+  TopProcess* add_row(Pass& p, const ProcessKey& pk, Process& proc, const Live* live, const TaskFigures& now,
+                      bool gone);
   double credit_moves(Pass& p, const ProcessKey& pk, uint64_t from, double last_cpu, double now_cpu,
                       const TopFigures& f);
   TopCgroup& cgroup_row(Pass& p, uint64_t id, std::string_view path);
