@@ -91,8 +91,8 @@ void Join::poll(int pid, int tid, uint64_t number, const Poll& p) {
     q.done_round = 0;
     q.pending = 0;
   }
-  ++q.pending;  // (so it stays while this read waits: `q` is where take finds it)
-  read_now_.push_back({pid, tid, number, p, &q});
+  ++q.pending;
+  read_now_.push_back({pid, tid, number, p});
 }
 
 void Join::event(const pm_ctx_event& e) {
@@ -150,7 +150,9 @@ void Join::take(const Read& r) {
   ++polls_taken_;
   const Poll& p = r.p;
   uint64_t begin = p.begin_ns, end = std::max(p.end_ns, p.begin_ns);
-  Request& q = *r.request;
+  // (By its key: the entry a read was made with may have been handed on since, when the ID was
+  // used again for a new request.)
+  Request& q = requests_[{r.pid, p.id}];
   if (q.polls == 0) {
     q.pid = r.pid;
     q.tid = r.tid;

@@ -55,12 +55,10 @@ class Join {
   [[nodiscard]] uint64_t dropped() const { return dropped_; }
 
  private:
-  struct Request;
   struct Read {
     int pid, tid;
     uint64_t number;
     Poll p;
-    Request* request;  // its request's entry (kept while a read of it waits: `pending`)
   };
   // The threads that ran a request's polls (at most 64 kept): the first few in place, as most
   // requests run on one to four, so that a request costs no allocation of its own.

@@ -147,6 +147,28 @@ TEST(ContextJoin, PollsWithEventsWaitingAreBoundedAndWhatIsLeftOutCounted) {
   EXPECT_EQ(c.spans[0].voluntary_switches, 2u);  // the poll's two stretches, none of the older polls'
 }
 
+TEST(ContextJoin, AnIdUsedAgainWhileItsPollsWaitLosesNoPoll) {
+  Join j;
+  Collect c;
+  // Request 5 finishes (poll 0), a poll of it is read a round later (poll 1), and the ID is used
+  // again for a new request (poll 2) while poll 1 still waits: every poll counts once, none
+  // after its request was handed on.
+  j.poll(100, 1, 0, {5, 1 * kMs, 2 * kMs, true});
+  j.round(c.out(), {});
+  j.poll(100, 1, 1, {5, 3 * kMs, 4 * kMs, false});
+  j.round(c.out(), {});
+  j.poll(100, 1, 2, {5, 5 * kMs, 6 * kMs, true});
+  j.round(c.out(), {});
+  j.round(c.out(), {});
+  j.round(c.out(), {});
+  j.flush(c.out(), {});
+  uint32_t polls = 0;
+  for (const Span& s : c.spans) polls += s.polls;
+  EXPECT_EQ(polls, 3u);
+  EXPECT_EQ(j.polls(), 3u);
+  EXPECT_EQ(j.open_requests(), 0u);
+}
+
 TEST(ContextJoin, AStretchWhosePollIsNotKnownIsPlacedByItsTime) {
   Join j;
   Collect c;
