@@ -121,14 +121,17 @@ class Bpftrace {
   // prints a mark; "Attaching" comes before they are, and a loaded machine can take seconds
   // between the two); false when it ended without or `timeout` passed.
   bool attached(std::chrono::seconds timeout = std::chrono::seconds(40));
-  // Sends SIGINT (its END block and maps print), waits at most `timeout`, then SIGKILL; returns
+  // Sends SIGINT (its END block and maps print), waits at most `timeout`, then SIGKILL (a test
+  // failure, unless `may_retry`: then ended() says so and the caller measures again); returns
   // all it printed.
-  std::string stop(std::chrono::seconds timeout = std::chrono::seconds(20));
+  std::string stop(std::chrono::seconds timeout = std::chrono::seconds(20), bool may_retry = false);
+  [[nodiscard]] bool ended() const { return ended_; }  // after stop: it ended of itself
   [[nodiscard]] std::string output() const { return slurp(out_); }
 
  private:
   std::string script_, out_;
   pid_t pid_ = -1;
+  bool ended_ = true;
 };
 // "" when bpftrace and tracefs are there, else why not (a reason for GTEST_SKIP).
 std::string bpftrace_missing();
