@@ -216,16 +216,22 @@ class Session {
 
   // Counters start here; then every source is read at its rhythm. Slowly changing gauges are
   // read once now and not again for a while.
+  //
+  // An interval ends when its sources that count against the clock (/proc/stat, the top lists)
+  // are read: the time is taken just before them, and the tree (read at a close too) is read
+  // before that time. Taken after every reading, a slow tree or top pass (a loaded machine, a
+  // start with many processes) moved CPU 0's time a quarter second off its interval.
   void baseline() {
-    Samples fast, slow;
-    for (Rhythm r : {Rhythm::kInterval, Rhythm::kTree, Rhythm::kCounters}) {
-      for (Source* s : group(r)) s->collect(fast);
-    }
+    Samples fast, tree, slow;
+    for (Source* s : group(Rhythm::kTree)) s->collect(tree);
+    auto now = MonoClock::now();
+    for (Source* s : group(Rhythm::kInterval)) s->collect(fast);
+    fast.insert(fast.end(), std::make_move_iterator(tree.begin()), std::make_move_iterator(tree.end()));
+    for (Source* s : group(Rhythm::kCounters)) s->collect(fast);
     for (Source* s : group(Rhythm::kFilePoll)) s->collect(slow);
     for (const Samples* samples : {&fast, &slow}) {
       for (const Sample& x : *samples) known_metrics_.push_back(x.desc);
     }
-    auto now = MonoClock::now();
     last_close_ = now;
     agg_.observe_baseline(fast, now);
     agg_.observe(slow, now);
@@ -301,24 +307,25 @@ class Session {
   }
 
   void tick() {
-    read(Rhythm::kInterval);
     // The tree is read at every tick as well as on its own rhythm, so that an interval holds
     // the tree's figures up to its end, not up to a reading a tree period before it (which
     // moved that much into the next interval, and into a short last one all at once). The
     // counters are read on their own rhythm; when that is the interval, here in step.
     read(Rhythm::kTree);
+    auto end = MonoClock::now();  // see baseline()
+    read(Rhythm::kInterval);
     if (counters_in_step_) read(Rhythm::kCounters);
     if (poll_every_ticks_ > 0 && ++ticks_since_poll_ >= poll_every_ticks_) {
       ticks_since_poll_ = 0;
       read(Rhythm::kFilePoll);
     }
-    close_interval();
+    close_interval(end);
   }
 
-  void close_interval() {
+  void close_interval(std::optional<MonoClock::time_point> end = std::nullopt) {
     if (prom_ != nullptr) prom_->session(status());
     if (remote_ != nullptr) remote_->session(status());
-    IntervalRecord rec = agg_.close_interval(MonoClock::now());
+    IntervalRecord rec = agg_.close_interval(end.value_or(MonoClock::now()));
     last_close_ = MonoClock::now();
     for (auto& src : sources_) src->annotate(rec);
     sink_->interval(rec);
@@ -406,11 +413,15 @@ class Session {
     for (auto& s : sources_) s->finish();
     target_->finish();
     samples_.clear();
-    for (auto& s : sources_) s->collect(samples_);
-    auto now = MonoClock::now();
+    for (Source* s : group(Rhythm::kTree)) s->collect(samples_);
+    auto now = MonoClock::now();  // see baseline()
+    const std::vector<Source*>& tree = group(Rhythm::kTree);
+    for (auto& s : sources_) {
+      if (std::find(tree.begin(), tree.end(), s.get()) == tree.end()) s->collect(samples_);
+    }
     agg_.observe(samples_, now);
     // The time since the last tick, as an interval of its own (a JSON recording's last record).
-    if (keep_last_partial_ && !output_lost_ && now - last_close_ >= std::chrono::milliseconds(1)) close_interval();
+    if (keep_last_partial_ && !output_lost_ && now - last_close_ >= std::chrono::milliseconds(1)) close_interval(now);
     EndReport report;
     for (auto& s : sources_) s->report(report);
     for (Unavailable& u : report.unavailable) unavailable_.push_back(std::move(u));
