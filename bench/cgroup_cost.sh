@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # What many cgroups cost the live monitor: N cgroups in the v2 hierarchy, one sleeping process
 # each, and perf-monitor's live mode (1 s, top lists on, as by default) beside `--top 0` (the
-# lists off), in interleaved rounds of the same length. Prints each one's CPU share in its steady
-# state (schedstat): the median of the rounds, and their range (how much a shared host moves
-# it); the cost per cgroup per second; the whole run's share with start-up (rusage); and the
+# lists off) and the lists read by the task iterator, in interleaved rounds of the same length.
+# Prints each one's CPU share in its steady state (schedstat): the median of the rounds, and
+# their range (how much a shared host moves it); the cost per cgroup per second; the whole run's share with start-up (rusage); and the
 # opens and reads per interval (strace -c, a run of its own).
 # Goal (issue 26): <= 0.5 % of a CPU with 1,000 cgroups.
 #   bench/cgroup_cost.sh [BUILD_DIR] [CGROUPS] [SECONDS] [ROUNDS]     as root
@@ -56,10 +56,11 @@ r = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(r.ru_utime + r.ru_stime)' "$@"
 }
 share() { awk -v t="$1" -v s="$2" 'BEGIN { printf "%.3f", 100 * t / s }'; }
-ons=() offs=()
+ons=() offs=() iters=()
 for _ in $(seq 1 "$rounds"); do
   ons+=("$(steady)")
   offs+=("$(steady --top 0)")
+  iters+=("$(PERF_MONITOR_TOP_WALK=tasks steady)")
 done
 # The median of the rounds, then "(min-max)".
 median_range() {
@@ -73,6 +74,7 @@ whole=$(cpu_of "$pm" -q --interval 1s --duration "$((secs + warm))s")
 echo "cgroup_cost: $n cgroups, one sleeping process each, live mode at 1 s, steady state over $secs s, median of $rounds interleaved rounds"
 echo "  top lists on (default): $(median_range "${ons[@]}") % of one CPU   (goal: <= 0.5 %)"
 echo "  --top 0:                $(median_range "${offs[@]}") % of one CPU"
+echo "  lists on, read by the BPF task iterator (PERF_MONITOR_TOP_WALK=tasks, as on kernels before 6.8): $(median_range "${iters[@]}") % of one CPU"
 awk -v on="$on" -v off="$off" -v n="$n" \
   'BEGIN { printf "  per cgroup per second:  %.2f us (the lists on less off)\n", 1e4 * (on - off) / n }'
 echo "  whole run of $((secs + warm)) s, start-up included, lists on: $(share "$whole" $((secs + warm))) % of one CPU"

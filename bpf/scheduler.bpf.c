@@ -678,56 +678,112 @@ struct {
 
 __u64 cgroup_moves = 0;
 
-// Every live task, for the top lists (track_all). Blocked time needs the task's wakeups to be
-// exact while it is runnable (tree members have them); here a runnable task says so, and user
-// space keeps its blocked time from when it last slept.
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __weak __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __weak __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
+
+// One live task's record for the top lists; false for a task not to list. A zombie (or one on
+// its way out) has had, or is about to have, its last switch: its figures are the exited map's,
+// never also a live task's. Blocked time needs the task's wakeups to be exact while it is
+// runnable (tree members have them); here a runnable task says so, and user space keeps its
+// blocked time from when it last slept.
+static __always_inline bool top_fill(struct pm_task *rec, struct task_struct *t) {
+  if (t->exit_state || t->pid == 0) return false;  // (pid 0: the idle task the walk below starts at)
+  rec->pid = t->pid;
+  rec->tgid = t->tgid;
+  rec->start_ns = t->start_time;
+  __u64 moves = cgroup_moves;  // before the cgroup is read: a move after this one is the next pass's
+  __u64 parent = (__u64)t->real_parent;
+  __u32 slot = pid_slot(rec->pid);
+  struct pm_task_names *n = bpf_map_lookup_elem(&top_names, &slot);
+  if (n && n->pid == rec->pid && n->start_ns == rec->start_ns && n->task == (__u64)t && n->moves == moves &&
+      n->parent == parent) {
+    rec->ppid = n->ppid;
+    rec->cgroup_id = n->cgroup_id;
+  } else {
+    rec->ppid = t->real_parent->tgid;
+    rec->cgroup_id = t->cgroups->dfl_cgrp->kn->id;
+    if (n) {
+      n->pid = rec->pid;
+      n->start_ns = rec->start_ns;
+      n->task = (__u64)t;
+      n->moves = moves;
+      n->parent = parent;
+      n->ppid = rec->ppid;
+      n->cgroup_id = rec->cgroup_id;
+    }
+  }
+  struct pm_member none = {};
+  task_figures(t, &none, bpf_ktime_get_ns(), false, 0, rec->fig);
+  if (t->on_rq) rec->flags |= PM_TASK_RUNNABLE;
+  if (t->flags & PF_KTHREAD) rec->flags |= PM_TASK_KTHREAD;
+  struct mm_struct *mm = t->mm;
+  if (mm && !(t->flags & PF_KTHREAD)) {
+    rec->flags |= PM_TASK_HAS_MM;
+    struct task_struct *leader = t->group_leader;
+    mm_counters(mm, rec->rss_pages, t == leader || !leader->mm);
+    rec->vm_pages = mm->total_vm;
+    rec->peak_rss_pages = mm->hiwater_rss;
+  }
+  rec->leader_start_ns = t->group_leader->start_time;
+  __builtin_memcpy(rec->comm, t->comm, sizeof rec->comm);
+  return true;
+}
+
+// Every live task, for the top lists (track_all), through the task iterator: the kernel looks
+// each task up by pid (a pid lookup and a reference per task). Where the walk below loads, it is
+// read only when the walk's array is too small.
 SEC("iter/task")
 int top_tasks(struct bpf_iter__task *ctx) {
   struct task_struct *t = ctx->task;
   if (!t || !track_all) return 0;
-  // A zombie (or one on its way out) has had, or is about to have, its last switch: its figures
-  // are the exited map's, never also a live task's.
-  if (t->exit_state) return 0;
   struct pm_task rec = {};
-  rec.pid = t->pid;
-  rec.tgid = t->tgid;
-  rec.start_ns = t->start_time;
-  __u64 moves = cgroup_moves;  // before the cgroup is read: a move after this one is the next pass's
-  __u64 parent = (__u64)t->real_parent;
-  __u32 slot = pid_slot(rec.pid);
-  struct pm_task_names *n = bpf_map_lookup_elem(&top_names, &slot);
-  if (n && n->pid == rec.pid && n->start_ns == rec.start_ns && n->task == (__u64)t && n->moves == moves &&
-      n->parent == parent) {
-    rec.ppid = n->ppid;
-    rec.cgroup_id = n->cgroup_id;
-  } else {
-    rec.ppid = t->real_parent->tgid;
-    rec.cgroup_id = t->cgroups->dfl_cgrp->kn->id;
-    if (n) {
-      n->pid = rec.pid;
-      n->start_ns = rec.start_ns;
-      n->task = (__u64)t;
-      n->moves = moves;
-      n->parent = parent;
-      n->ppid = rec.ppid;
-      n->cgroup_id = rec.cgroup_id;
+  if (top_fill(&rec, t)) bpf_seq_write(ctx->meta->seq, &rec, sizeof rec);
+  return 0;
+}
+
+// The same records in one program run, written to an array user space maps: the kernel's task
+// list followed from task to task, no pid lookup, no reference, no seq_file. Run as a cgroup
+// iterator over the root cgroup alone (it runs once). The records are in the task list's order
+// (processes by age, each one's threads together), not by tid.
+__u32 top_count = 0;     // records the walk wrote (user space zeroes it before each)
+__u32 top_overflow = 0;  // the walk found more tasks than top_records holds
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
+  __uint(max_entries, 1);  // sized by user space before load
+  __type(key, __u32);
+  __type(value, struct pm_task);
+} top_records SEC(".maps");
+
+// A global function, verified once on its own rather than for every state of the walk's loop
+// (as scope_record; inlined, the walk added 0.1-0.2 s to every start). The walk's tasks are RCU
+// pointers, not trusted ones: the argument is untrusted (field loads only, each one guarded),
+// which kernels take since arg:untrusted (6.18 here; before, the object loads without the walk).
+// Taking a reference to pass a trusted task cost 7 % more of the monitor's CPU with 10,000
+// processes, half of what the walk saves.
+__noinline int top_record(struct pm_task *rec, struct task_struct *t __attribute__((btf_decl_tag("arg:untrusted")))) {
+  if (!rec || !t) return 0;
+  __builtin_memset(rec, 0, sizeof *rec);
+  return top_fill(rec, t);
+}
+
+SEC("iter/cgroup")
+int top_walk(struct bpf_iter__cgroup *ctx) {
+  if (!ctx->cgroup || !track_all) return 0;
+  struct bpf_iter_task it;
+  struct task_struct *t;
+  bpf_iter_task_new(&it, 0, BPF_TASK_ITER_ALL_THREADS);
+  while ((t = bpf_iter_task_next(&it))) {
+    __u32 i = top_count;
+    struct pm_task *rec = bpf_map_lookup_elem(&top_records, &i);
+    if (!rec) {
+      top_overflow = 1;
+      break;
     }
+    if (top_record(rec, t)) top_count = i + 1;
   }
-  struct pm_member none = {};
-  task_figures(t, &none, bpf_ktime_get_ns(), false, 0, rec.fig);
-  if (t->on_rq) rec.flags |= PM_TASK_RUNNABLE;
-  if (t->flags & PF_KTHREAD) rec.flags |= PM_TASK_KTHREAD;
-  struct mm_struct *mm = t->mm;
-  if (mm && !(t->flags & PF_KTHREAD)) {
-    rec.flags |= PM_TASK_HAS_MM;
-    struct task_struct *leader = t->group_leader;
-    mm_counters(mm, rec.rss_pages, t == leader || !leader->mm);
-    rec.vm_pages = mm->total_vm;
-    rec.peak_rss_pages = mm->hiwater_rss;
-  }
-  rec.leader_start_ns = t->group_leader->start_time;
-  __builtin_memcpy(rec.comm, t->comm, sizeof rec.comm);
-  bpf_seq_write(ctx->meta->seq, &rec, sizeof rec);
+  bpf_iter_task_destroy(&it);
   return 0;
 }
 
@@ -740,10 +796,6 @@ struct {
   __uint(max_entries, PM_MAX_MOVES);
   __type(value, struct pm_move);
 } moves SEC(".maps");
-
-extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __weak __ksym;
-extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __weak __ksym;
-extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
 
 SEC("tp_btf/cgroup_attach_task")
 int BPF_PROG(top_cgroup_attach, struct cgroup *dst, const char *path, struct task_struct *task, bool threadgroup) {

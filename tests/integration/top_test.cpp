@@ -11,11 +11,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -133,11 +135,45 @@ class TopTest : public ::testing::Test {
   }
 };
 
-TEST_F(TopTest, CgroupsAndProcessesAgreeWithTheKernelsOwnFiles) {
+// Whether the process `pid` holds a BPF program of this name (through a program or link fd:
+// /proc/PID/fdinfo says which programs, bpftool's JSON names them); none where bpftool is missing.
+std::optional<bool> holds_program(pid_t pid, const std::string& name) {
+  std::set<int> ids;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fdinfo", ec)) {
+    std::ifstream in(e.path());
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("prog_id:", 0) == 0) ids.insert(std::atoi(line.c_str() + 8));
+    }
+  }
+  FILE* p = ::popen("bpftool -j prog show 2>/dev/null", "r");
+  if (p == nullptr) return std::nullopt;
+  std::string text;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
+  ::pclose(p);
+  nlohmann::json progs = nlohmann::json::parse(text, nullptr, false);
+  if (!progs.is_array() || progs.empty()) return std::nullopt;
+  for (const auto& prog : progs) {
+    if (prog.value("name", "") == name && ids.count(prog.value("id", -1)) > 0) return true;
+  }
+  return false;
+}
+
+// The lists read by their walk of the kernel's task list (the default), or by the BPF task
+// iterator (PERF_MONITOR_TOP_WALK=tasks, as on kernels before 6.8): the same truths hold.
+void agree_with_the_kernels_own_files(bool iterator) {
   TestCgroup a("A"), b("B"), c("C");
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  if (iterator) ::setenv("PERF_MONITOR_TOP_WALK", "tasks", 1);
   RunningPm pm({"--format", "json", "--interval", "1s", "--top", "50", "--cgroup-depth", "1"});
+  ::unsetenv("PERF_MONITOR_TOP_WALK");
   ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
+  if (std::optional<bool> walk = holds_program(pm.pid(), "top_walk")) {
+    EXPECT_EQ(*walk, !iterator) << "the walk is loaded unless the iterator is asked for";
+  } else {
+    std::printf("not checked: which walk is loaded (no bpftool to name the programs)\n");
+  }
   std::this_thread::sleep_for(milliseconds(1200));
   pid_t burner = a.spawn({workload(), "spin", "2500"});
   std::string file = scratch_dir() + "/pm-top-direct-" + std::to_string(::getpid());
@@ -181,6 +217,12 @@ TEST_F(TopTest, CgroupsAndProcessesAgreeWithTheKernelsOwnFiles) {
   EXPECT_NEAR(burner_cpu, 2.5, 0.05 * 2.5 + 0.02);
   EXPECT_TRUE(burner_first) << "the burner leads the processes by CPU\n" << o.out;
   EXPECT_NEAR(b_written, 64 * kMiB, 0.01 * 64 * kMiB) << "the writer's rows:\n" << writer_rows << o.out;
+}
+
+TEST_F(TopTest, CgroupsAndProcessesAgreeWithTheKernelsOwnFiles) { agree_with_the_kernels_own_files(false); }
+
+TEST_F(TopTest, CgroupsAndProcessesAgreeWithTheKernelsOwnFilesReadByTheTaskIterator) {
+  agree_with_the_kernels_own_files(true);
 }
 
 TEST_F(TopTest, RunQueueWaitPerProcessAgreesWithSchedstat) {

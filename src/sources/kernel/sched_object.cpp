@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -26,6 +27,58 @@ namespace pm {
 // The most live tasks a scoped pass holds (a larger tree is read with the task iterator).
 constexpr uint32_t kScopeTasks = 16384;
 
+namespace {
+
+// The most live tasks a walk of the top lists holds: twice the machine's threads at the start
+// and room for 4,096 more, within [16,384, 65,536] records (3.4 to 13.6 MB of kernel memory).
+// A machine that grows past it is read with the task iterator from then on.
+uint32_t top_walk_records() {
+  uint32_t threads = 0;
+  if (FILE* f = std::fopen("/proc/loadavg", "re")) {
+    // "0.00 0.01 0.05 1/123 4567": runnable/total scheduling entities.
+    if (std::fscanf(f, "%*f %*f %*f %*u/%u", &threads) != 1) threads = 0;
+    std::fclose(f);
+  }
+  return std::clamp<uint32_t>(2 * threads + 4096, 16384, 65536);
+}
+
+// An array map of pm_task records, mapped read-only here (the walks' output).
+struct MappedRecords {
+  void* at = MAP_FAILED;
+  size_t bytes = 0;
+  MappedRecords() = default;
+  MappedRecords(const MappedRecords&) = delete;
+  MappedRecords& operator=(const MappedRecords&) = delete;
+  ~MappedRecords() {
+    if (at != MAP_FAILED) ::munmap(at, bytes);
+  }
+  bool map(const bpf_map* map) {
+    size_t length = static_cast<size_t>(bpf_map__value_size(map)) * bpf_map__max_entries(map);
+    auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    length = (length + page - 1) / page * page;
+    void* mapped = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, bpf_map__fd(map), 0);
+    if (mapped == MAP_FAILED) return false;
+    at = mapped;
+    bytes = length;
+    return true;
+  }
+  const pm_task* records() const { return static_cast<const pm_task*>(at); }
+};
+
+// A cgroup iterator attached to one cgroup (0: the v2 root) in `order`; null where it cannot be.
+bpf_link* attach_cgroup_iter(bpf_program* prog, uint64_t cgroup_id, bpf_cgroup_iter_order order) {
+  union bpf_iter_link_info info {};
+  info.cgroup.cgroup_id = cgroup_id;
+  info.cgroup.order = order;
+  bpf_iter_attach_opts opts{};
+  opts.sz = sizeof opts;
+  opts.link_info = &info;
+  opts.link_info_len = sizeof info;
+  return bpf_program__attach_iter(prog, &opts);
+}
+
+}  // namespace
+
 struct SchedObject::Impl {
   SkeletonPtr<scheduler_bpf> skel{nullptr, scheduler_bpf::destroy};
   bool btf = true;
@@ -35,37 +88,28 @@ struct SchedObject::Impl {
   // A tree in a cgroup of its own: the cgroup iterator over it, and the array its passes fill
   // (mapped here); none where the kernel lacks them.
   bpf_link* scope_link = nullptr;
-  void* scope_map = MAP_FAILED;
-  size_t scope_bytes = 0;
+  MappedRecords scope_map;
   bool scope_overflowed = false;  // a walk found more tasks than the array holds: not used again
+  // The top lists' walk of every task, and its array; none where the kernel lacks them.
+  bpf_link* top_link = nullptr;
+  MappedRecords top_map;
+  bool top_overflowed = false;  // as scope_overflowed
   ~Impl() {
-    if (scope_map != MAP_FAILED) ::munmap(scope_map, scope_bytes);
-    if (scope_link != nullptr) bpf_link__destroy(scope_link);
+    for (bpf_link* link : {scope_link, top_link}) {
+      if (link != nullptr) bpf_link__destroy(link);
+    }
   }
   // Attaches the cgroup iterator to the tree's cgroup and everything below it, and maps the
   // array; on any failure the tree is read with the task iterator, as without a cgroup.
   void scope(uint64_t cgroup_id) {
-    const bpf_map* map = skel->maps.scope_tasks;
-    size_t length = static_cast<size_t>(bpf_map__value_size(map)) * bpf_map__max_entries(map);
-    long page = ::sysconf(_SC_PAGESIZE);
-    length = (length + static_cast<size_t>(page) - 1) / static_cast<size_t>(page) * static_cast<size_t>(page);
-    void* mapped = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, bpf_map__fd(map), 0);
-    if (mapped == MAP_FAILED) return;
-    union bpf_iter_link_info info {};
-    info.cgroup.cgroup_id = cgroup_id;
-    info.cgroup.order = BPF_CGROUP_ITER_DESCENDANTS_PRE;
-    bpf_iter_attach_opts opts{};
-    opts.sz = sizeof opts;
-    opts.link_info = &info;
-    opts.link_info_len = sizeof info;
-    bpf_link* link = bpf_program__attach_iter(skel->progs.tree_scope_tasks, &opts);
-    if (link == nullptr) {
-      ::munmap(mapped, length);
-      return;
-    }
-    scope_link = link;
-    scope_map = mapped;
-    scope_bytes = length;
+    if (!scope_map.map(skel->maps.scope_tasks)) return;
+    scope_link = attach_cgroup_iter(skel->progs.tree_scope_tasks, cgroup_id, BPF_CGROUP_ITER_DESCENDANTS_PRE);
+  }
+  // The top lists' walk, run once per pass (on the root cgroup alone); on any failure they are
+  // read with the task iterator.
+  void walk_all() {
+    if (!top_map.map(skel->maps.top_records)) return;
+    top_link = attach_cgroup_iter(skel->progs.top_walk, 0, BPF_CGROUP_ITER_SELF_ONLY);
   }
 };
 
@@ -101,25 +145,38 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const BpfLoadOptions& opt
   // A tree in a cgroup of its own is read by cgroup (kernels since 6.7 have the task list
   // iterator it needs); where that cannot load, the object loads without it.
   // PERF_MONITOR_TREE_WALK=tasks walks every task instead (to compare the two).
-  const char* walk = std::getenv("PERF_MONITOR_TREE_WALK");
-  bool scoped =
-      options.track_tree && options.tree_cgroup_id != 0 && (walk == nullptr || std::string_view(walk) != "tasks");
-  auto scope = [&scoped](scheduler_bpf* skel) {
+  const char* tree_walk = std::getenv("PERF_MONITOR_TREE_WALK");
+  bool scoped = options.track_tree && options.tree_cgroup_id != 0 &&
+                (tree_walk == nullptr || std::string_view(tree_walk) != "tasks");
+  // The top lists walk every task in one program run (kernels that take an untrusted task as a
+  // global function's argument); where that cannot load, the object loads without it and they
+  // are read with the task iterator. PERF_MONITOR_TOP_WALK=tasks asks for that (to compare).
+  const char* top_walk = std::getenv("PERF_MONITOR_TOP_WALK");
+  bool walk = options.track_all && (top_walk == nullptr || std::string_view(top_walk) != "tasks");
+  auto scope = [&scoped, &walk](scheduler_bpf* skel) {
+    bool typed = bpf_program__autoload(skel->progs.btf_switch);
     if (!scoped) {
       bpf_program__set_autoload(skel->progs.tree_scope_tasks, false);
       bpf_program__set_autoload(skel->progs.tree_cgroup_attach, false);
     }
+    if (!walk) bpf_program__set_autoload(skel->progs.top_walk, false);
     bpf_program__set_autoattach(skel->progs.tree_scope_tasks, false);  // attached to the cgroup below
+    bpf_program__set_autoattach(skel->progs.top_walk, false);          // attached to the root below
     bpf_map__set_max_entries(skel->maps.scope_tasks, scoped ? kScopeTasks : 1);
+    bpf_map__set_max_entries(skel->maps.top_records, walk && typed ? top_walk_records() : 1);
     // Run-queue stamps: the typed programs' pid-indexed array, or the raw_tp fallback's hash.
-    bool typed = bpf_program__autoload(skel->progs.btf_switch);
     bpf_map__set_max_entries(skel->maps.raw_runq_stamps,
                              typed ? static_cast<__u32>(std::max(1, libbpf_num_possible_cpus())) : PM_RAW_STAMPS);
     bpf_map__set_max_entries(skel->maps.runq_stamps, typed ? PM_RUNQ_STAMP_SLOTS : 1);
     bpf_map__set_max_entries(skel->maps.top_names, typed ? PM_RUNQ_STAMP_SLOTS : 1);
   };
   auto loaded = load_skeleton<scheduler_bpf>("scheduler", target, false, scope);
-  // (Refused, the typed programs are loaded again as raw_tp, which follow no tree: try without.)
+  // (Refused, the typed programs are loaded again as raw_tp, which list no tasks and follow no
+  // tree: try without the top lists' walk, then without the tree's.)
+  if (walk && (!loaded || !loaded->btf)) {
+    walk = false;
+    loaded = load_skeleton<scheduler_bpf>("scheduler", target, false, scope);
+  }
   if (scoped && (!loaded || !loaded->tree)) {
     scoped = false;
     loaded = load_skeleton<scheduler_bpf>("scheduler", target, false, scope);
@@ -130,6 +187,7 @@ Result<std::shared_ptr<SchedObject>> SchedObject::load(const BpfLoadOptions& opt
   impl->tree = loaded->tree;
   impl->all = options.track_all && loaded->btf;
   if (scoped && impl->tree) impl->scope(options.tree_cgroup_id);
+  if (walk && impl->all) impl->walk_all();
   return std::make_shared<SchedObject>(std::move(impl));
 }
 
@@ -201,7 +259,7 @@ Status SchedObject::read_live(std::vector<pm_task>& out) {
       if (auto st = run_iterator(m.scope_link, m.bytes, none); !st) return st;
       // A member that left during the walk is not in it: this reading walks every task too.
       if (bss->scope_overflow == 0 && bss->scope_left == 0) {
-        const auto* first = static_cast<const pm_task*>(m.scope_map);
+        const pm_task* first = m.scope_map.records();
         out.assign(first, first + std::min(bss->scope_count, kScopeTasks));
         return {};
       }
@@ -225,6 +283,19 @@ Status SchedObject::read_all(std::vector<pm_task>& out) {
   Impl& m = *impl_;
   out.clear();
   if (!m.all) return {};
+  auto* bss = m.skel->bss;
+  if (m.top_link != nullptr && !m.top_overflowed) {
+    bss->top_count = 0;
+    bss->top_overflow = 0;
+    size_t none = 0;
+    if (auto st = run_iterator(m.top_link, m.bytes, none); !st) return st;
+    if (bss->top_overflow == 0) {
+      const pm_task* first = m.top_map.records();
+      out.assign(first, first + std::min<size_t>(bss->top_count, bpf_map__max_entries(m.skel->maps.top_records)));
+      return {};
+    }
+    m.top_overflowed = true;  // more tasks than the array holds: the task iterator from now on
+  }
   size_t size = 0;
   if (auto st = run_iterator(m.skel->links.top_tasks, m.bytes, size); !st) return st;
   const auto* first = reinterpret_cast<const pm_task*>(m.bytes.data());  // NOLINT: records as written
