@@ -74,7 +74,7 @@ whole=$(cpu_of "$pm" -q --interval 1s --duration "$((secs + warm))s")
 echo "cgroup_cost: $n cgroups, one sleeping process each, live mode at 1 s, steady state over $secs s, median of $rounds interleaved rounds"
 echo "  top lists on (default): $(median_range "${ons[@]}") % of one CPU   (goal: <= 0.5 %)"
 echo "  --top 0:                $(median_range "${offs[@]}") % of one CPU"
-echo "  lists on, read by the BPF task iterator (PERF_MONITOR_TOP_WALK=tasks, as on kernels before 6.8): $(median_range "${iters[@]}") % of one CPU"
+echo "  lists on, read by the BPF task iterator (PERF_MONITOR_TOP_WALK=tasks, as where the kernel cannot load the walk): $(median_range "${iters[@]}") % of one CPU"
 awk -v on="$on" -v off="$off" -v n="$n" \
   'BEGIN { printf "  per cgroup per second:  %.2f us (the lists on less off)\n", 1e4 * (on - off) / n }'
 echo "  whole run of $((secs + warm)) s, start-up included, lists on: $(share "$whole" $((secs + warm))) % of one CPU"

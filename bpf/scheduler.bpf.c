@@ -745,7 +745,7 @@ int top_tasks(struct bpf_iter__task *ctx) {
 // The same records in one program run, written to an array user space maps: the kernel's task
 // list followed from task to task, no pid lookup, no reference, no seq_file. Run as a cgroup
 // iterator over the root cgroup alone (it runs once). The records are in the task list's order
-// (processes by age, each one's threads together), not by tid.
+// (processes by age, each one's threads together); user space sorts them by tid.
 __u32 top_count = 0;     // records the walk wrote (user space zeroes it before each)
 __u32 top_overflow = 0;  // the walk found more tasks than top_records holds
 struct {

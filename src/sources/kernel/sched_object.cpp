@@ -85,6 +85,7 @@ struct SchedObject::Impl {
   bool tree = false;
   bool all = false;
   std::vector<char> bytes;  // the iterator's output, reused
+  std::vector<std::pair<uint32_t, uint32_t>> order;  // (tid, record) of a walk, reused
   // A tree in a cgroup of its own: the cgroup iterator over it, and the array its passes fill
   // (mapped here); none where the kernel lacks them.
   bpf_link* scope_link = nullptr;
@@ -290,8 +291,15 @@ Status SchedObject::read_all(std::vector<pm_task>& out) {
     size_t none = 0;
     if (auto st = run_iterator(m.top_link, m.bytes, none); !st) return st;
     if (bss->top_overflow == 0) {
+      // In tid order, as the task iterator gives them (the task list holds processes by age, each
+      // one's threads together): the top model finds each task's last figures walking forward.
       const pm_task* first = m.top_map.records();
-      out.assign(first, first + std::min<size_t>(bss->top_count, bpf_map__max_entries(m.skel->maps.top_records)));
+      auto n = static_cast<uint32_t>(std::min<size_t>(bss->top_count, bpf_map__max_entries(m.skel->maps.top_records)));
+      m.order.clear();
+      for (uint32_t i = 0; i < n; ++i) m.order.emplace_back(first[i].pid, i);
+      std::sort(m.order.begin(), m.order.end());
+      out.reserve(n);
+      for (const auto& [tid, i] : m.order) out.push_back(first[i]);
       return {};
     }
     m.top_overflowed = true;  // more tasks than the array holds: the task iterator from now on
