@@ -585,13 +585,17 @@ int tree_tasks(struct bpf_iter__task *ctx) {
 // cgroup's tasks may be more than a seq_file buffer holds). While a member is outside the
 // cgroup (scope_left), or a task joined it unmarked (scope_joined), user space reads the task
 // iterator instead, which finds and marks them.
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(map_flags, BPF_F_MMAPABLE);
-  __uint(max_entries, 1);  // sized by user space before load
-  __type(key, __u32);
-  __type(value, struct pm_task);
-} scope_tasks SEC(".maps");
+//
+// An array of task records that user space maps and sizes before load.
+#define PM_TASK_RECORDS(name)          \
+  struct {                             \
+    __uint(type, BPF_MAP_TYPE_ARRAY);  \
+    __uint(map_flags, BPF_F_MMAPABLE); \
+    __uint(max_entries, 1);            \
+    __type(key, __u32);                \
+    __type(value, struct pm_task);     \
+  } name SEC(".maps")
+PM_TASK_RECORDS(scope_tasks);
 
 extern int bpf_iter_css_task_new(struct bpf_iter_css_task *it, struct cgroup_subsys_state *css,
                                  unsigned int flags) __weak __ksym;
@@ -748,13 +752,7 @@ int top_tasks(struct bpf_iter__task *ctx) {
 // (processes by age, each one's threads together); user space sorts them by tid.
 __u32 top_count = 0;     // records the walk wrote (user space zeroes it before each)
 __u32 top_overflow = 0;  // the walk found more tasks than top_records holds
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(map_flags, BPF_F_MMAPABLE);
-  __uint(max_entries, 1);  // sized by user space before load
-  __type(key, __u32);
-  __type(value, struct pm_task);
-} top_records SEC(".maps");
+PM_TASK_RECORDS(top_records);
 
 // A global function, verified once on its own rather than for every state of the walk's loop
 // (as scope_record; inlined, the walk added 0.1-0.2 s to every start). The walk's tasks are RCU
