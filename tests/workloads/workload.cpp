@@ -54,6 +54,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <sched.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -149,41 +150,13 @@ std::vector<std::pair<std::string, unsigned long long>> read_io(const std::strin
   return out;
 }
 
-// The measure mode: the kernel's reap accounting of a whole tree, as the truth to compare with.
-int measure(const char* out_path, char** cmd) {
-  // What this process did before it was measure: perf-monitor's own code between its fork and
-  // the exec (held there until monitoring began), and the exec. A tree is counted from that hold
-  // on, so this bounds what the truth holds and the tree cannot.
-  rusage before{};
-  ::getrusage(RUSAGE_SELF, &before);
-  // Created before the command runs: creating it after the measurement would dirty directory and
-  // inode blocks that the measurement cannot include.
-  int out = ::open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (out < 0) return 1;
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  pid_t child = ::fork();
-  if (child == 0) {
-    ::execvp(cmd[0], cmd);
-    ::_exit(127);
-  }
-  int status = 0, root_status = 0;
-  for (;;) {
-    pid_t p = ::wait(&status);
-    if (p < 0) break;  // ECHILD: every descendant reaped
-    if (p == child) root_status = status;
-  }
-  rusage self{}, children{};
-  ::getrusage(RUSAGE_SELF, &self);
-  ::getrusage(RUSAGE_CHILDREN, &children);
-  // The process's I/O holds its reaped children's; its own thread's is taken out. Its own is read
-  // first: I/O of its own in between (a page of its code read in from disk) is then in the
-  // whole too, and the part is never more than the whole.
-  auto own = read_io("/proc/self/task/" + std::to_string(::getpid()) + "/io");
-  auto whole = read_io("/proc/self/io");
+// measure's report: the reap accounting and I/O, formatted into `text`; its length.
+int format_truth(char* text, size_t size, const rusage& before, const rusage& self, const rusage& children,
+                 const std::vector<std::pair<std::string, unsigned long long>>& own,
+                 const std::vector<std::pair<std::string, unsigned long long>>& whole) {
   auto sec = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
-  char text[2048];
   int len = std::snprintf(
-      text, sizeof text,
+      text, size,
       "children_user_s=%.6f\nchildren_system_s=%.6f\nchildren_minflt=%ld\nchildren_majflt=%ld\n"
       "children_nvcsw=%ld\nchildren_nivcsw=%ld\nchildren_maxrss_kib=%ld\n"
       "self_user_s=%.6f\nself_system_s=%.6f\nself_minflt=%ld\nself_majflt=%ld\nself_nvcsw=%ld\nself_nivcsw=%ld\n",
@@ -195,14 +168,66 @@ int measure(const char* out_path, char** cmd) {
     for (const auto& [k, o] : own) {
       if (k == key) mine = o;
     }
-    len += std::snprintf(text + len, sizeof text - static_cast<size_t>(len), "children_io_%s=%llu\nself_io_%s=%llu\n",
+    len += std::snprintf(text + len, size - static_cast<size_t>(len), "children_io_%s=%llu\nself_io_%s=%llu\n",
                          key.c_str(), v - std::min(v, mine), key.c_str(), mine);
   }
-  len += std::snprintf(text + len, sizeof text - static_cast<size_t>(len), "start_nvcsw=%ld\nstart_nivcsw=%ld\n",
-                       before.ru_nvcsw, before.ru_nivcsw);
-  if (::write(out, text, static_cast<size_t>(len)) != len) return 1;
+  len += std::snprintf(text + len, size - static_cast<size_t>(len),
+                       "start_nvcsw=%ld\nstart_nivcsw=%ld\nstart_minflt=%ld\n", before.ru_nvcsw, before.ru_nivcsw,
+                       before.ru_minflt);
+  return len;
+}
+
+// The measure mode: the kernel's reap accounting of a whole tree, as the truth to compare with.
+int measure(const char* out_path, char** cmd) {
+  // What this process did before it was measure: perf-monitor's own code between its fork and
+  // the exec (held there until monitoring began), and the exec. A tree is counted from that hold
+  // on, so this bounds what the truth holds and the tree cannot.
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  // Created before the command runs: creating it after the measurement would dirty directory and
+  // inode blocks that the measurement cannot include.
+  int out = ::open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) return 1;
+  // Everything done after the measurement is done once before it: what perf-monitor counts and
+  // the measurement cannot (a page of code or data touched for the first time is a minor fault)
+  // is then only the few steps from the measurement to the exit, which fault in nothing new.
+  std::string own_path = "/proc/self/task/" + std::to_string(::getpid()) + "/io";
+  static char text[4096];
+  {
+    auto own = read_io(own_path), whole = read_io("/proc/self/io");
+    own.reserve(16);
+    whole.reserve(16);
+    format_truth(text, sizeof text, before, before, before, own, whole);
+    if (::write(out, text, 0) != 0) return 1;
+  }
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  std::vector<std::pair<std::string, unsigned long long>> own, whole;
+  own.reserve(16);
+  whole.reserve(16);
+  // posix_spawn (a child sharing this memory until its exec), not fork: a fork would make every
+  // page of this process copy-on-write, and each one written after it (the stack, the heap, the
+  // report's buffer) a fault of its own after the measurement.
+  pid_t child = -1;
+  int status = 0, root_status = 127 << 8;
+  if (::posix_spawnp(&child, cmd[0], nullptr, nullptr, cmd, environ) != 0) child = -1;
+  for (;;) {
+    pid_t p = ::wait(&status);
+    if (p < 0) break;  // ECHILD: every descendant reaped
+    if (p == child) root_status = status;
+  }
+  rusage self{}, children{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  // The process's I/O holds its reaped children's; its own thread's is taken out. Its own is read
+  // first: I/O of its own in between (a page of its code read in from disk) is then in the
+  // whole too, and the part is never more than the whole.
+  own = read_io(own_path);
+  whole = read_io("/proc/self/io");
+  int len = format_truth(text, sizeof text, before, self, children, own, whole);
+  if (::write(out, text, static_cast<size_t>(len)) != len) ::_exit(1);
   ::close(out);
-  return WIFEXITED(root_status) ? WEXITSTATUS(root_status) : 128 + WTERMSIG(root_status);
+  // No exit handlers, destructors or stdio flush: nothing more of this process to count.
+  ::_exit(WIFEXITED(root_status) ? WEXITSTATUS(root_status) : 128 + WTERMSIG(root_status));
 }
 
 int usage() {
