@@ -40,11 +40,20 @@ bool populated(const std::string& dir) {
   return false;
 }
 
-// Removes dir once its last process is gone (a killed process leaves the cgroup when it is
-// reaped, a moment later).
-void remove_when_empty(const std::string& dir) {
-  for (int i = 0; i < 500 && populated(dir); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ::rmdir(dir.c_str());
+// Removes dir once its last process has left it, for up to 5 s: a process that is exiting (or
+// was killed) is gone from cgroup.procs a moment before it leaves the cgroup, and rmdir says
+// EBUSY until then. With move_to, each round first moves the processes still in it there (one
+// forking while it is moved may leave a child behind).
+void remove_when_empty(const std::string& dir, const std::string& move_to = {}) {
+  for (int round = 0; round < 1000; ++round) {
+    if (!move_to.empty() && populated(dir)) {
+      std::ifstream in(dir + "/cgroup.procs");
+      std::string pid;
+      while (in >> pid) write_file(move_to + "/cgroup.procs", pid);
+    }
+    if (::rmdir(dir.c_str()) == 0 || errno != EBUSY) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 // The watchdog's command line is the one it inherited from perf-monitor: `pkill -9 -f
@@ -122,13 +131,9 @@ Status RunCgroup::kill() const {
 
 void RunCgroup::dissolve() {
   if (dir_.empty()) return;
-  // A process forking while it is moved may leave a child behind: a few rounds catch it.
-  for (int round = 0; round < 10 && populated(dir_); ++round) {
-    std::ifstream in(dir_ + "/cgroup.procs");
-    std::string pid;
-    while (in >> pid) write_file(parent_ + "/cgroup.procs", pid);
-  }
-  ::rmdir(dir_.c_str());
+  // Processes the command left running (daemons, background jobs) go back to perf-monitor's
+  // cgroup.
+  remove_when_empty(dir_, parent_);
   dir_.clear();
 }
 

@@ -175,6 +175,31 @@ TEST_F(LifecycleTest, KilledMonitorLeavesNothingRunning) {
   EXPECT_FALSE(cgroup_left());
 }
 
+// At a normal end the command's cgroup is gone by the time perf-monitor exits: whether the
+// command left a process running (it goes back to perf-monitor's cgroup), or its last processes
+// were still on their way out as it ended (rmdir says EBUSY until they have left).
+TEST_F(LifecycleTest, RunLeavesNoCgroupBehind) {
+  std::string root = ::access("/sys/fs/cgroup/unified/cgroup.procs", F_OK) == 0 ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup";
+  if (::access((root + "/cgroup.kill").c_str(), F_OK) != 0 && ::access((root + "/cgroup.procs").c_str(), F_OK) != 0) {
+    GTEST_SKIP() << "no cgroup v2 hierarchy here: run makes no cgroup of its own";
+  }
+  std::string w = workload();
+  std::vector<std::string> commands = {"sleep 0.3 & exit 0", "true & true & true & exit 0",
+                                       w + " forks 20 & " + w + " forks 20 & exit 0"};
+  for (const std::string& cmd : commands) {
+    for (int i = 0; i < 8; ++i) {
+      pid_t pid = start_pm({"--output", "/dev/null", "run", "--", "sh", "-c", cmd}, "/dev/null", "/dev/null");
+      int status = 0;
+      ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
+      std::string dir = root + "/perf-monitor-run-" + std::to_string(pid);
+      EXPECT_NE(::access(dir.c_str(), F_OK), 0) << dir << " left behind by: " << cmd;
+      ::rmdir(dir.c_str());
+    }
+  }
+  std::this_thread::sleep_for(milliseconds(400));  // the sleeps left running end
+}
+
 TEST_F(LifecycleTest, KilledByCommandLineLeavesNothingRunning) {
   // `pkill -9 -f 'perf-monitor …'` matches every process whose command line says so: the watchdog
   // must not be one of them, or it dies with perf-monitor and the tree outlives both.
