@@ -193,17 +193,9 @@ int measure(const char* out_path, char** cmd) {
   // is then only the few steps from the measurement to the exit, which fault in nothing new.
   std::string own_path = "/proc/self/task/" + std::to_string(::getpid()) + "/io";
   static char text[4096];
-  {
-    auto own = read_io(own_path), whole = read_io("/proc/self/io");
-    own.reserve(16);
-    whole.reserve(16);
-    format_truth(text, sizeof text, before, before, before, own, whole);
-    if (::write(out, text, 0) != 0) return 1;
-  }
+  format_truth(text, sizeof text, before, before, before, read_io(own_path), read_io("/proc/self/io"));
+  if (::write(out, text, 0) != 0) return 1;
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  std::vector<std::pair<std::string, unsigned long long>> own, whole;
-  own.reserve(16);
-  whole.reserve(16);
   // posix_spawn (a child sharing this memory until its exec), not fork: a fork would make every
   // page of this process copy-on-write, and each one written after it (the stack, the heap, the
   // report's buffer) a fault of its own after the measurement.
@@ -221,8 +213,8 @@ int measure(const char* out_path, char** cmd) {
   // The process's I/O holds its reaped children's; its own thread's is taken out. Its own is read
   // first: I/O of its own in between (a page of its code read in from disk) is then in the
   // whole too, and the part is never more than the whole.
-  own = read_io(own_path);
-  whole = read_io("/proc/self/io");
+  auto own = read_io(own_path);
+  auto whole = read_io("/proc/self/io");
   int len = format_truth(text, sizeof text, before, self, children, own, whole);
   if (::write(out, text, static_cast<size_t>(len)) != len) ::_exit(1);
   ::close(out);
