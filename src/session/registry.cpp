@@ -188,20 +188,25 @@ Made make_stacks(SourceContext& ctx) {
 // perf_monitor:request_begin/end, and the thread context's perf_monitor:context_thread) when its
 // executable has them.
 Made make_probes(SourceContext& ctx) {
-  std::string exe = ctx.target.executable();
-  std::vector<std::string> usdt = exe.empty() ? std::vector<std::string>() : probes::usdt_probes(exe, "perf_monitor");
-  // OpenTelemetry thread context (OTEP 4947): where the target or a library it loads at start
+  // The command's executable, or one it names for a launcher to run (taskset, env, sh -c ...).
+  std::vector<std::string> exes = ctx.target.executables();
+  std::vector<ProbeTarget::Usdt> usdt;
+  for (const std::string& exe : exes) {
+    if (auto names = probes::usdt_probes(exe, "perf_monitor"); !names.empty()) usdt.push_back({exe, std::move(names)});
+  }
+  // OpenTelemetry thread context (OTEP 4947): where one of them or a library it loads at start
   // exports otel_thread_ctx_v1 (PERF_MONITOR_OTEL=0 turns it off, =1 on for any target).
   const char* otel_env = std::getenv("PERF_MONITOR_OTEL");
   bool otel = ctx.target.mode() != Mode::kSystem &&
-              (otel_env != nullptr ? std::string_view(otel_env) == "1" : !exe.empty() && otel::may_publish(exe));
+              (otel_env != nullptr ? std::string_view(otel_env) == "1"
+                                   : std::any_of(exes.begin(), exes.end(), [](const std::string& e) { return otel::may_publish(e); }));
   if (ctx.config.probes.empty() && usdt.empty() && !otel) return std::unique_ptr<Source>();
   BpfLoadOptions tree{.track_tree = ctx.target.mode() != Mode::kSystem, .members_fd = ctx.members_fd()};
   if (tree.track_tree && tree.members_fd < 0) {
     if (ctx.config.probes.empty() && usdt.empty()) return std::unique_ptr<Source>();
     return make_error(Errc::kUnavailable, "following the target tree needs the scheduler's eBPF programs (tp_btf)");
   }
-  ProbeTarget target{tree, {}, usdt.empty() ? "" : exe, usdt, otel};
+  ProbeTarget target{tree, {}, std::move(usdt), otel};
   if (auto sched = ctx.sched(); sched && (*sched)->btf()) {
     target.runq_stamps_fd = (*sched)->runq_stamps_fd();
     target.tree.switch_clock_fd = (*sched)->switch_clock_fd();

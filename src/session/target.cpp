@@ -289,14 +289,47 @@ std::vector<int> Target::threads() const {
   return tids;
 }
 
-std::string Target::executable() const {
-  if (spec_.mode == Mode::kAttach) return "/proc/" + std::to_string(root_) + "/exe";
-  if (spec_.mode != Mode::kRun) return {};
-  for (const std::string& c : exec_candidates(spec_.command[0])) {
+namespace {
+
+// What exec would run for `file` (execvp's search): a regular file with execute permission.
+std::string resolve_executable(const std::string& file) {
+  for (const std::string& c : exec_candidates(file)) {
     struct stat st {};
     if (::stat(c.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(c.c_str(), X_OK) == 0) return c;
   }
   return {};
+}
+
+}  // namespace
+
+std::string Target::executable() const {
+  if (spec_.mode == Mode::kAttach) return "/proc/" + std::to_string(root_) + "/exe";
+  if (spec_.mode != Mode::kRun) return {};
+  return resolve_executable(spec_.command[0]);
+}
+
+std::vector<std::string> Target::executables() const {
+  std::vector<std::string> out;
+  if (std::string exe = executable(); !exe.empty()) out.push_back(std::move(exe));
+  if (spec_.mode != Mode::kRun) return out;
+  // Each word of each argument (a shell's -c string is words too), but options (-c), variable
+  // assignments (A=1) and a shell's punctuation: those are no program a launcher runs.
+  size_t words = 0;
+  for (size_t i = 1; i < spec_.command.size() && out.size() < kMaxNamedExecutables; ++i) {
+    std::string_view arg = spec_.command[i];
+    while (!arg.empty() && out.size() < kMaxNamedExecutables && words < 64) {
+      size_t start = arg.find_first_not_of(" \t\n;&|()'\"");
+      if (start == std::string_view::npos) break;
+      size_t end = arg.find_first_of(" \t\n;&|()'\"", start);
+      std::string word(arg.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+      arg = end == std::string_view::npos ? std::string_view() : arg.substr(end);
+      ++words;
+      if (word.empty() || word[0] == '-' || word.find('=') != std::string::npos || word.size() > 4096) continue;
+      std::string exe = resolve_executable(word);
+      if (!exe.empty() && std::find(out.begin(), out.end(), exe) == out.end()) out.push_back(std::move(exe));
+    }
+  }
+  return out;
 }
 
 std::vector<int> Target::rediscover() {

@@ -59,6 +59,12 @@ class Target {
   [[nodiscard]] const std::vector<int>& roots() const { return roots_; }
   [[nodiscard]] std::vector<int> threads() const;
   [[nodiscard]] std::string executable() const;
+  // The executables the target may run, for its request annotations and thread context: the
+  // command's own (executable()) first, then (run) those its arguments name, as a launcher
+  // passes them on: `taskset -c 0 ./server`, `env A=1 server`, `sh -c './server --port 80'`.
+  // Regular files with execute permission only; at most kMaxNamedExecutables.
+  [[nodiscard]] std::vector<std::string> executables() const;
+  static constexpr size_t kMaxNamedExecutables = 8;
   // --cgroup: its directory; its id in the v2 hierarchy, also run's own cgroup's (the kernel
   // follows its tasks, also those that join later; 0 when there is none).
   [[nodiscard]] const std::string& cgroup_dir() const { return cgroup_dir_; }

@@ -214,5 +214,23 @@ TEST_F(ContextTest, TheSlowestRequestsSayWhereTheirTimeWent) {
   EXPECT_NE(o.report.find("thread context: 50 requests in 200 polls"), std::string::npos) << o.report;
 }
 
+// A launcher in front of the server (taskset, a shell) changes nothing: the record's
+// announcement is found in the program it runs.
+TEST_F(ContextTest, AServerStartedByALauncherIsFollowed) {
+  std::vector<std::string> server = {kCoro, "--workers", "2", "--requests", "50", "--timer-us", "1000", "--dir",
+                                     scratch_dir()};
+  std::string line;
+  for (const std::string& w : server) line += w + " ";
+  std::vector<std::string> taskset = {"taskset", "-c", "0-1"};
+  taskset.insert(taskset.end(), server.begin(), server.end());
+  for (const std::vector<std::string>& command : {taskset, std::vector<std::string>{"sh", "-c", line + "; true"}}) {
+    std::vector<std::string> args = {"run", "--"};
+    args.insert(args.end(), command.begin(), command.end());
+    Outcome o = run_pm(args);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_NE(o.report.find("thread context: 50 requests in 200 polls"), std::string::npos) << command[0] << ": " << o.report;
+  }
+}
+
 }  // namespace
 }  // namespace pm::test

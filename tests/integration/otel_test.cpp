@@ -103,6 +103,31 @@ TEST_P(OtelTest, SpansCarryTheApplicationsIdsAndAgreeWithItsThreadsClocks) {
   std::cout << "[ otel     ] " << seen << " spans, " << off << " outside their truth\n";
 }
 
+// A shell in front of the application changes nothing: the variable is looked for in the
+// program its -c string runs.
+TEST(OtelLauncher, AnApplicationStartedByAShellIsFollowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: loading BPF programs";
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "OpenTelemetry thread context is read on x86-64 only";
+#endif
+  std::string truth_path = temp_base() + ".truth";
+  Outcome o = run_pm({"run", "--format", "json", "--", "sh", "-c",
+                      std::string(PM_OTEL_SERVER) + " --threads 2 --spans 20 --delay-ms 50 --dir " + scratch_dir() +
+                          " --truth " + truth_path + "; true"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::map<std::string, Truth> truth = read_truth(truth_path);
+  ::unlink(truth_path.c_str());
+  ASSERT_EQ(truth.size(), 40u);
+  size_t seen = 0;
+  for (const auto& r : o.records) {
+    if (r["type"] == "span" && r.contains("trace_id") &&
+        truth.count(r["trace_id"].get<std::string>() + " " + r["parent_span_id"].get<std::string>()) != 0) {
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, truth.size()) << "every span the application published is reported";
+}
+
 INSTANTIATE_TEST_SUITE_P(Writers, OtelTest, ::testing::Values(PM_OTEL_SERVER, PM_OTEL_SERVER_DESC, PM_OTEL_SERVER_GD),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.index == 0 ? "InTheExecutable" : i.index == 1 ? "InALibraryTlsdesc" : "InALibraryTraditional");

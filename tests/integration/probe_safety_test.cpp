@@ -183,7 +183,7 @@ TEST_F(ProbeSafetyTest, ASwappedPathNeverPutsTheUprobeInAnotherFile) {
     ASSERT_TRUE(r) << r.error().message;
     ASSERT_EQ(r->file, id_of(bin.real()));
     ASSERT_TRUE(bin.swap_to_symlink());
-    ProbeTarget target{BpfLoadOptions{}, {*r}, ""};
+    ProbeTarget target{BpfLoadOptions{}, {*r}, {}};
     auto source = make_probe_source(target);
     ASSERT_TRUE(source) << source.error().message;
     EXPECT_EQ(real.at(r->offset), 0xCC) << "the breakpoint is in the file the symbols came from";

@@ -185,6 +185,27 @@ TEST_F(ProbeTest, TheSummaryListsTheSlowestRequests) {
   EXPECT_NE(o.report.find("shop::process_request"), std::string::npos);
 }
 
+// The request annotations (USDT) are found in the program a launcher runs, not only in the
+// command's own executable: env, nice and a shell's -c string name it.
+TEST_F(ProbeTest, RequestMarksAreFoundBehindALauncher) {
+  for (const std::vector<std::string>& launcher :
+       {std::vector<std::string>{"env", "PM_TEST_LAUNCHED=1", "nice", "-n", "1", kShop},
+        std::vector<std::string>{"sh", "-c", "exec " + kShop + " --kind sleep --ms 2 --requests 4 --first-id 4711"}}) {
+    std::vector<std::string> args = {"run", "--format", "json", "--"};
+    args.insert(args.end(), launcher.begin(), launcher.end());
+    if (launcher[0] == "env") {
+      for (const char* a : {"--kind", "sleep", "--ms", "2", "--requests", "4", "--first-id", "4711"}) args.push_back(a);
+    }
+    Outcome o = run_pm(args);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    ASSERT_FALSE(o.summary.is_null()) << o.err;
+    EXPECT_EQ(calls(o, "request"), 4) << launcher[0] << ": " << o.summary["probe"].dump();
+    auto s = spans(o, "request");
+    ASSERT_EQ(s.size(), 4u) << launcher[0];
+    for (const auto& sp : s) EXPECT_GE(sp["blocked_s"].get<double>(), 0.002 * 0.9) << sp.dump();
+  }
+}
+
 TEST_F(ProbeTest, ACallCutShortByExitIsCountedOpen) {
   // A 5 s sleep ended after 2 s: the command is sent SIGTERM inside the call.
   Outcome o = run_pm({"run", "--format", "json", "--duration", "2s", "--probe", kShop + ":process_request", "--",

@@ -658,24 +658,24 @@ Result<std::unique_ptr<ProbeSource::Impl>> load_and_attach(const ProbeTarget& ta
   impl->names[PM_REQUEST_FUNC] = "request";
   PM_TRY(multi ? attach_multi(*impl, target.probes) : attach_each(*impl, target.probes));
   for (size_t i = 0; i < target.probes.size(); ++i) impl->indexes.push_back(static_cast<uint32_t>(i));
-  if (!target.usdt_binary.empty()) {
+  for (const ProbeTarget::Usdt& u : target.usdt) {
     // libbpf reads the notes from the file and attaches to it by name: one open file for both.
-    UniqueFd usdt(::open(target.usdt_binary.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-    if (!usdt) return Error::from_errno(errno, "opening " + printable(target.usdt_binary) + " for its USDT probes");
+    UniqueFd usdt(::open(u.binary.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (!usdt) return Error::from_errno(errno, "opening " + printable(u.binary) + " for its USDT probes");
     std::string usdt_path = "/proc/self/fd/" + std::to_string(usdt.get());
     for (auto [prog, name] : {std::pair{impl->skel->progs.request_begin, "request_begin"},
                               std::pair{impl->skel->progs.request_end, "request_end"},
                               std::pair{impl->skel->progs.context_thread, "context_thread"}}) {
-      if (!target.has_usdt(name)) continue;
+      if (std::find(u.probes.begin(), u.probes.end(), name) == u.probes.end()) continue;
       bpf_link* link = bpf_program__attach_usdt(prog, -1, usdt_path.c_str(), "perf_monitor", name, nullptr);
       if (link == nullptr) {
         return Error::from_errno(errno, std::string("attaching to the USDT probe perf_monitor:") + name + " in " +
-                                            printable(target.usdt_binary));
+                                            printable(u.binary));
       }
       impl->links.emplace_back(link, bpf_link__destroy);
     }
-    if (target.has_usdt("request_begin")) impl->indexes.push_back(PM_REQUEST_FUNC);
   }
+  if (target.has_usdt("request_begin")) impl->indexes.push_back(PM_REQUEST_FUNC);
   impl->ring.reset(ring_buffer__new(bpf_map__fd(impl->skel->maps.spans), &ProbeSource::Impl::on_sample,
                                     impl.get(), nullptr));
   if (!impl->ring) return Error::from_errno(errno, "opening the span ring buffer");

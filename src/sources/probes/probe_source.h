@@ -21,13 +21,20 @@ namespace pm {
 struct ProbeTarget {
   BpfLoadOptions tree;  // system-wide when track_tree is false
   std::vector<probes::ResolvedProbe> probes;
-  std::string usdt_binary;  // where to attach perf_monitor's USDT probes; empty: nowhere
-  std::vector<std::string> usdt_probes;  // which it has: request_begin/end, context_thread
+  // Where to attach perf_monitor's USDT probes (request_begin/end, context_thread), and which
+  // each binary has.
+  struct Usdt {
+    std::string binary;
+    std::vector<std::string> probes;
+  };
+  std::vector<Usdt> usdt;
   bool otel = false;  // it may publish OpenTelemetry thread context (followed in a tree only)
   // The scheduler object's run-queue stamps, shared (-1: none); its clock is tree.switch_clock_fd.
   int runq_stamps_fd = -1;
   [[nodiscard]] bool has_usdt(std::string_view name) const {
-    return std::find(usdt_probes.begin(), usdt_probes.end(), name) != usdt_probes.end();
+    return std::any_of(usdt.begin(), usdt.end(), [name](const Usdt& u) {
+      return std::find(u.probes.begin(), u.probes.end(), name) != u.probes.end();
+    });
   }
 };
 
