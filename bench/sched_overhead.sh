@@ -139,5 +139,11 @@ if sysctl -qw kernel.bpf_stats_enabled=1 2> /dev/null; then
   ns_per_run floor "$floor"
   ns_per_run clock "$floor" --clock
   ns_per_run kernel "$pm" --config /tmp/pm-bench-kernel.toml --output /dev/null
+  # What each part a switch program can be made of costs here, on top of the clock floor's
+  # switch program (bpf_floor --part; floor.bpf.c says what each does).
+  echo "ns per run of the clock floor's switch program doing one part more (part_switch less clock_switch: the part):"
+  for part in task array regs user ring kstack; do
+    ns_per_run "$part" "$floor" --part "$part" | grep part_switch || true
+  done
   sysctl -qw kernel.bpf_stats_enabled="$stats_were"
 fi
