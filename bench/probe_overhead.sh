@@ -22,13 +22,7 @@ floor="$build/bench/bpf_floor"
 target="$(realpath "$build/bench/probe_target")"
 fn=pm_bench_call
 
-# Stops a background tool: SIGINT (it prints its maps), then SIGKILL if it has not ended in 10 s.
-stop() {
-  kill -INT "$1" 2> /dev/null || true
-  for _ in $(seq 100); do kill -0 "$1" 2> /dev/null || break; sleep 0.1; done
-  kill -KILL "$1" 2> /dev/null || true
-  wait "$1" 2> /dev/null || true
-}
+. "$(dirname "$0")/lib.sh"  # stop
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ulimit -l unlimited 2>/dev/null || true
 printf '[pmc]\nenabled = false\n[scheduler]\nenabled = false\n[block_io]\nenabled = false\n' > /tmp/pm-probe-only.toml

@@ -36,6 +36,7 @@ run_us() {
   "${bin:-$pm}" "$@" run --output /dev/null -- taskset -c 0 perf bench sched pipe -l "$loops" 2>/dev/null |
     awk '/usecs\/op/ {print $1}'
 }
+. "$(dirname "$0")/lib.sh"
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
@@ -97,7 +98,7 @@ for ((r = 0; r < rounds; r++)); do
     bpftrace /tmp/pm-bench.bt > /dev/null 2>&1 & bpid=$!; sleep 4
     if kill -0 $bpid 2> /dev/null; then
       results[bpftrace]+="$(pipe_us) "
-      kill -INT $bpid; wait $bpid || true
+      stop $bpid
     fi
   fi
 done
