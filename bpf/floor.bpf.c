@@ -3,9 +3,13 @@
 // monitor attached there costs. Only bench/bpf_floor loads them.
 #include "vmlinux.h"
 
-#include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+
+#ifdef PM_CROSS_ARCH_REGS
+#include "pm_arch_regs.h"  // the target architecture's registers (bpf/arch/)
+#endif
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
