@@ -178,20 +178,34 @@ TEST_F(NamedProbeTest, RustFunctionsAreProbedByTheirNamesInBothManglings) {
     EXPECT_EQ(calls(o, instance), kRequests) << o.summary["probe"]["calls"].dump();
     bool legacy = bin == b.legacy;
     EXPECT_EQ(calls(o, legacy ? "hcrust::app::apply::{{closure}}" : "hcrust::app::apply::{closure#0}"), kRequests);
-    // Each request ID once; the calls' time against the program's own clock around them.
+    // Each request ID once; each call's time against the program's own clock around it (the
+    // same CLOCK_MONOTONIC). The probe's interval lies inside the program's, so it is never
+    // longer; it is shorter by the two traps, and by a preemption that lands between the
+    // program's clock read and the probe's — under load that can be milliseconds for one call,
+    // so closeness is asked of three calls in four.
+    std::map<uint64_t, double> own;
+    const std::regex own_line("own (\\d+) (\\d+)");
+    for (std::sregex_iterator it(o.out.begin(), o.out.end(), own_line), end; it != end; ++it) {
+      own[std::stoull((*it)[1])] = std::stod((*it)[2]) / 1e9;
+    }
+    ASSERT_EQ(own.size(), static_cast<size_t>(kRequests)) << o.out;
     std::map<uint64_t, int> ids;
-    double latency = 0;
+    int close = 0;
     for (const auto& s : spans(o, process)) {
-      ++ids[s["request_id"].get<uint64_t>()];
-      latency += s["latency_s"].get<double>();
+      uint64_t id = s["request_id"].get<uint64_t>();
+      ++ids[id];
+      double latency = s["latency_s"].get<double>();
+      ASSERT_TRUE(own.contains(id)) << "request ID " << id;
+      EXPECT_LE(latency, own[id] + 1e-6) << "request " << id << ": the probe's time is longer than the program's";
+      EXPECT_GE(latency, kSpinUs * 1e-6) << "request " << id << ": shorter than its spin";
+      if (own[id] - latency < 100e-6) ++close;
     }
     EXPECT_EQ(ids.size(), static_cast<size_t>(kRequests));
     EXPECT_EQ(ids.begin()->first, 1u);
     EXPECT_EQ(ids.rbegin()->first, static_cast<uint64_t>(kRequests));
+    EXPECT_GE(close, kRequests * 3 / 4) << "calls within 100 us of the program's own clock";
     ASSERT_TRUE(std::regex_search(o.out, m, std::regex("calls (\\d+) busy_s ([0-9.]+)"))) << o.out;
     EXPECT_EQ(std::stoi(m[1]), kRequests);
-    double own = std::stod(m[2]);
-    EXPECT_NEAR(latency, own, 0.03 * own) << "the program's own clock: " << own << " s";
     EXPECT_EQ(o.summary["probe"]["calls"].size(), gen_future ? 4u : 5u) << o.summary["probe"]["calls"].dump();
   }
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A Rust program of known behaviour for the probe tests (std only): `hcrust N [SPIN_US]` makes
 // requests 1..=N, each through a module function (busy for SPIN_US), a trait method, two
-// instances of a generic function, a closure and an async fn, and prints its own count and
-// clock of process_request. app::rare is never called.
+// instances of a generic function, a closure and an async fn, and prints its own clock of each
+// process_request call ("own ID NS") and their count and sum. app::rare is never called.
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -77,10 +77,13 @@ fn main() {
     let waker = Waker::from(Arc::new(Noop));
     let mut cx = Context::from_waker(&waker);
     let (mut sum, mut calls, mut busy) = (0u64, 0u64, Duration::ZERO);
+    let mut own = Vec::with_capacity(n as usize);
     for id in 1..=n {
         let start = Instant::now();
         sum = sum.wrapping_add(app::handler::process_request(black_box(id), spin));
-        busy += start.elapsed();
+        let took = start.elapsed();
+        busy += took;
+        own.push((id, took.as_nanos()));
         calls += 1;
         sum = sum.wrapping_add(server.handle(id));
         sum = sum.wrapping_add(app::scale(id as u32) + app::scale(id));
@@ -94,6 +97,9 @@ fn main() {
         if let Poll::Ready(v) = unsafe { Pin::new_unchecked(&mut *raw) }.poll(&mut cx) {
             sum = sum.wrapping_add(v);
         }
+    }
+    for (id, ns) in own {
+        println!("own {id} {ns}");
     }
     println!("calls {calls} busy_s {:.9} sum {sum}", busy.as_secs_f64());
 }
