@@ -114,13 +114,15 @@ double ctxt_now() {
 
 TEST_F(SchedulerTest, SystemWideSwitchesAgreeWithProcStat) {
   // eBPF fills scheduler.context_switches (it outranks perf's counter and /proc/stat, which the
-  // summary then leaves out): its total against /proc/stat's ctxt over the same window, from the
-  // header (the baseline is read just before) to perf-monitor's end (its last reading just
-  // before), under a ping-pong that runs inside the window, so that only the host's background
-  // switches fall between the two readings of each edge.
+  // summary then leaves out): its total against /proc/stat's ctxt, read around two windows. The
+  // inner one, from the header to the SIGINT, lies inside perf-monitor's counting; the outer one,
+  // from before its start to after its exit, holds it. A ping-pong of 20,000 round trips runs in
+  // the inner window. Under load the edges hold other work's switches, so the total is asked to
+  // lie between the two, which holds however long the edges take.
+  double outer_before = ctxt_now();
   RunningPm pm({"--format", "json", "--interval", "500ms"});
   ASSERT_TRUE(pm.wait_for_output("\"header\"")) << pm.err_so_far();
-  double before = ctxt_now();
+  double inner_before = ctxt_now();
   pid_t load = ::fork();
   if (load == 0) {
     ::execl(workload().c_str(), "pm-workload", "pingpong", "20000", nullptr);
@@ -128,14 +130,16 @@ TEST_F(SchedulerTest, SystemWideSwitchesAgreeWithProcStat) {
   }
   ::waitpid(load, nullptr, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // an interval of it ends
+  double inner = ctxt_now() - inner_before;
   Outcome o = pm.stop(SIGINT);
-  double proc = ctxt_now() - before;
+  double outer = ctxt_now() - outer_before;
   ASSERT_FALSE(o.summary.is_null()) << o.err;
   ASSERT_TRUE(o.summary["scheduler"]["context_switches"].is_object()) << o.summary.dump();
   double ours = o.summary["scheduler"]["context_switches"]["all"].get<double>();
-  std::printf("switches: ours %.0f, /proc/stat's ctxt %.0f\n", ours, proc);
-  EXPECT_GT(proc, 2 * 20000);
-  EXPECT_NEAR(ours, proc, proc * 0.02);
+  std::printf("switches: ours %.0f, /proc/stat's ctxt %.0f inside and %.0f around perf-monitor\n", ours, inner, outer);
+  EXPECT_GT(inner, 2 * 20000);
+  EXPECT_GE(ours, inner) << "fewer than /proc/stat counted while perf-monitor surely counted";
+  EXPECT_LE(ours, outer) << "more than /proc/stat counted from before perf-monitor's start to after its exit";
   double per_cpu = 0;
   for (const auto& [cpu, v] : o.summary["scheduler"]["context_switches"].items()) {
     if (cpu != "all") per_cpu += v.get<double>();
