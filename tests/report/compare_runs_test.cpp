@@ -222,10 +222,11 @@ TEST(CompareRuns, TheTextLeadsWithTheCommandsCpuTime) {
   for (const std::string& f : b) std::filesystem::remove(f);
 }
 
-// Twenty pairs of 5 vs 5 runs of the same command: with the correction, at most alpha of the
-// figures compared may come out significant (the expected number is close to zero).
+// Ten pairs of 5 vs 5 runs of the same command: with the correction, at most alpha of the
+// figures compared may come out significant (the expected number is close to zero; well over a
+// hundred figures are compared).
 TEST(CompareRuns, AASuiteFlagsNoMoreThanAlpha) {
-  constexpr int kPairs = 20;  // of 5 runs against 5
+  constexpr int kPairs = 10;  // of 5 runs against 5
   std::string base = temp_base();
   size_t flagged = 0, tested = 0, pairs_flagging = 0, gated_flags = 0;
   for (int pair = 0; pair < kPairs; ++pair) {
