@@ -171,6 +171,12 @@ TEST_F(ChaosTest, SignalsAtRandomMomentsInEveryMode) {
       args.insert(args.begin(), {"--prometheus", std::to_string(port)});
       RunningPm pm(args);
       monitors.push_back(pm.pid());
+      // A random moment of perf-monitor's life, counted from when its code first runs: before
+      // that, in exec and the dynamic loader, a signal takes its default action whoever the
+      // process is, and a loaded machine can make that last.
+      for (auto t0 = Clock::now(); !blocks_signal(pm.pid(), SIGINT) && Clock::now() - t0 < std::chrono::seconds(30);) {
+        std::this_thread::sleep_for(milliseconds(1));
+      }
       std::this_thread::sleep_for(milliseconds(150 + rng_() % 250));
       std::vector<int> clients;
       for (int i = 0; i < 4; ++i) {

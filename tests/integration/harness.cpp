@@ -28,6 +28,15 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
+bool blocks_signal(pid_t pid, int sig) {
+  std::istringstream in(slurp("/proc/" + std::to_string(pid) + "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("SigBlk:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1;
+  }
+  return false;
+}
+
 bool wait_for_text(const std::string& path, const std::string& text, std::chrono::seconds timeout,
                    const std::function<bool()>& still_running) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -97,8 +106,9 @@ Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts) {
   auto start = std::chrono::steady_clock::now();
   bool signalled = false;
   int status = 0;
+  rusage ru{};
   for (;;) {
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    pid_t r = ::wait4(pid, &status, WNOHANG, &ru);
     if (r == pid) break;
     auto elapsed = std::chrono::steady_clock::now() - start;
     if (opts.sigint_after && !signalled && elapsed >= *opts.sigint_after) {
@@ -107,12 +117,14 @@ Outcome run_pm(const std::vector<std::string>& args, const RunOptions& opts) {
     }
     if (elapsed > opts.timeout) {
       ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
+      ::wait4(pid, &status, 0, &ru);
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  o.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+            static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
   o.out = slurp(out_path);
   o.err = slurp(err_path);
   o.report = reports_on_stderr(args) ? o.err : o.out;

@@ -26,6 +26,7 @@ struct Outcome {
   std::string report;  // the one of the two the report went to (by that rule; "" with -o FILE)
   std::vector<nlohmann::json> records;  // lines of stdout, then stderr, that are JSON objects
   nlohmann::json summary;               // the record with "type": "summary", or null
+  double cpu_s = 0;  // perf-monitor's CPU time, user + system, with its reaped children's (run_pm)
   [[nodiscard]] size_t intervals() const;
 };
 
@@ -49,6 +50,10 @@ void parse_records(Outcome& o);
 std::string temp_base();
 // A file's whole text ("" when it cannot be read).
 std::string slurp(const std::string& path);
+// Whether process `pid` blocks `sig` (its /proc status): perf-monitor's own code blocks the
+// signals it reads before anything else runs (a preinit function, ahead of constructors and
+// main), so true once its code runs; before that, a signal takes its default action.
+bool blocks_signal(pid_t pid, int sig);
 // Waits until the file at `path` holds `text`; false after `timeout`, or at once when
 // `still_running` (if given) says the writer has ended without it.
 bool wait_for_text(const std::string& path, const std::string& text, std::chrono::seconds timeout,

@@ -221,17 +221,6 @@ TEST_F(LifecycleTest, KilledByCommandLineLeavesNothingRunning) {
   EXPECT_EQ(std::system(("rm -f /tmp/.pm-killed-by-name-" + s + ".*").c_str()), 0);
 }
 
-// perf-monitor's own code blocks the signals it reads before anything else runs (a preinit
-// function, ahead of constructors and main): true once it has, by its /proc status.
-bool blocks_sigint(pid_t pid) {
-  std::istringstream in(slurp("/proc/" + std::to_string(pid) + "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("SigBlk:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGINT - 1)) & 1;
-  }
-  return false;
-}
-
 TEST_F(LifecycleTest, EarlySignalStillGivesTheSummary) {
   // SIGINT the moment perf-monitor's code first runs: it waits for the session, which then ends
   // at once with its summary. (Before that, in the dynamic loader's ~1 ms, nothing of
@@ -239,7 +228,7 @@ TEST_F(LifecycleTest, EarlySignalStillGivesTheSummary) {
   for (int i = 0; i < 5; ++i) {
     std::string base = temp_base();
     pid_t pid = start_pm({"--format", "json", "run", "--", workload(), "sleep", "5000"}, base + ".out", base + ".err");
-    while (!blocks_sigint(pid)) std::this_thread::yield();
+    while (!blocks_signal(pid, SIGINT)) std::this_thread::yield();
     ::kill(pid, SIGINT);
     int status = 0;
     ::waitpid(pid, &status, 0);

@@ -32,16 +32,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// The session signals are blocked once perf-monitor's preinit function has run (/proc status).
-bool started(pid_t pid) {
-  std::istringstream in(slurp("/proc/" + std::to_string(pid) + "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("SigBlk:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGQUIT - 1)) & 1;
-  }
-  return false;
-}
-
 std::string status_lines(pid_t pid) {
   std::istringstream in(slurp("/proc/" + std::to_string(pid) + "/status"));
   std::string line, out;
@@ -156,7 +146,7 @@ TEST_F(SignalTest, SignalInTheFirstMillisecondsEndsEveryModeWithItsSummary) {
       std::string base = temp_base();
       pid_t pid = spawn(m.args, base, m.background_job);
       ASSERT_GT(pid, 0);
-      for (auto t0 = Clock::now(); !started(pid) && Clock::now() - t0 < std::chrono::seconds(10);) {
+      for (auto t0 = Clock::now(); !blocks_signal(pid, SIGQUIT) && Clock::now() - t0 < std::chrono::seconds(10);) {
         std::this_thread::yield();
       }
       std::this_thread::sleep_for(delay);
