@@ -3,6 +3,7 @@
 // (stack_blocker) and burn CPU in (stack_cpu, in C++ and in Rust with both manglings) known
 // functions and time themselves with their threads' clocks; `perf record --call-graph dwarf` on
 // the same execution; the npm registry's pprof-format decoder reading the pprof files.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -470,6 +471,57 @@ TEST(Stacks, BadFlagsAreUsageErrorsAndALinkIsNotWrittenThrough) {
 
 // Live mode, the whole system: a CPU-bound program's functions are in the profile, and
 // perf-monitor's own threads are not.
+// A library its owner cuts short while perf-monitor holds it to name frames: reading the file
+// through a mapping would then be a SIGBUS, and perf-monitor (root) would end without its
+// summary, at the hands of any user. The library belongs to another user (nobody), and the
+// program truncates it itself; in `run` and in live mode perf-monitor ends normally, with the
+// samples in the library (by name where it was read before the cut, else by module and offset)
+// and in the program's own code.
+TEST(Stacks, ALibraryCutShortUnderItDoesNotEndPerfMonitor) {
+  need_root();
+  for (bool live : {false, true}) {
+    SCOPED_TRACE(live ? "live mode" : "run");
+    std::string dir = temp_base() + "cut";
+    ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+    std::string lib = dir + "/libcut.so";
+    ASSERT_EQ(run_shell("cp " PM_CUT_SHORT_LIB " " + lib + " && chown 65534:65534 " + lib), 0);
+    std::string folded = temp_base() + "cut.folded";
+    Outcome o;
+    if (live) {
+      pid_t child = ::fork();
+      if (child == 0) {
+        int null = ::open("/dev/null", O_WRONLY);
+        ::dup2(null, 1);
+        ::execl(PM_CUT_SHORT, PM_CUT_SHORT, lib.c_str(), "1500", "60000", nullptr);
+        ::_exit(127);
+      }
+      o = run_pm({"--stacks=cpu", "--stack-rate", "999", "--stacks-out", folded, "--duration", "4s", "-q", "-f",
+                  "json"});
+      ::kill(child, SIGKILL);
+      ::waitpid(child, nullptr, 0);
+    } else {
+      o = run_pm({"run", "--stacks=cpu", "--stack-rate", "999", "--stacks-out", folded, "-f", "json", "--",
+                  PM_CUT_SHORT, lib, "1000", "1500"});
+      EXPECT_NE(o.out.find("truncated"), std::string::npos) << "the program cut its library short";
+    }
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_FALSE(o.summary.is_null()) << "the summary is written\n" << o.err;
+    uint64_t in_lib = 0, in_main = 0;
+    for (const FoldedLine& l : read_folded(folded)) {
+      if (l.frames.empty() || l.frames[0] != comm_of(PM_CUT_SHORT)) continue;
+      bool lib_frame = std::any_of(l.frames.begin(), l.frames.end(), [](const std::string& f) {
+        return f == "cut_short_spin" || f.starts_with("[libcut.so+");
+      });
+      if (lib_frame) in_lib += l.value;
+      if (has_frame(l.frames, "main_spin(unsigned long)")) in_main += l.value;
+      // The library was dlopen'd where ld.so.cache, a file of data, was mapped at start.
+      for (const std::string& f : l.frames) EXPECT_FALSE(f.starts_with("[ld.so.cache")) << "code named by a data file";
+    }
+    EXPECT_GT(in_lib, 0u) << "samples in the library\n" << slurp(folded);
+    EXPECT_GT(in_main, 0u) << "samples in the program's own code after the cut\n" << slurp(folded);
+  }
+}
+
 TEST(Stacks, LiveModeProfilesTheSystem) {
   need_root();
   pid_t child = ::fork();

@@ -47,7 +47,8 @@ bool libelf_ready() { return elf_version(EV_CURRENT) != EV_NONE; }
 // ELF executable or library of this CPU.
 std::optional<Object> analyse(int fd) {
   if (!libelf_ready()) return std::nullopt;
-  std::unique_ptr<Elf, int (*)(Elf*)> elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr), elf_end);
+  // Read, not mapped (as symbols.cpp's open_elf: a file cut short under a mapping is a SIGBUS).
+  std::unique_ptr<Elf, int (*)(Elf*)> elf(elf_begin(fd, ELF_C_READ, nullptr), elf_end);
   GElf_Ehdr eh;
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF || gelf_getclass(elf.get()) != ELFCLASS64 ||
       gelf_getehdr(elf.get(), &eh) == nullptr || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)) {

@@ -83,6 +83,8 @@ Status libelf_ready() {
 }
 
 // O_NONBLOCK: a FIFO put where the binary was does not hold start-up; it is refused below.
+// Read, not mapped: a file its owner cuts short while it is read ends the ELF there (through a
+// mapping it would be a SIGBUS, and perf-monitor would end).
 Result<ElfFile> open_elf(const std::string& path) {
   PM_TRY(libelf_ready());
   ElfFile f;
@@ -92,7 +94,7 @@ Result<ElfFile> open_elf(const std::string& path) {
   if (::fstat(f.fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return invalid(path + " is not a regular file: not an ELF executable or library");
   }
-  f.elf.reset(elf_begin(f.fd.get(), ELF_C_READ_MMAP, nullptr));
+  f.elf.reset(elf_begin(f.fd.get(), ELF_C_READ, nullptr));
   if (!f.elf || elf_kind(f.elf.get()) != ELF_K_ELF) {
     return invalid(path + " is not an ELF executable or library");
   }

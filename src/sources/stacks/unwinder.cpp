@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -42,12 +43,27 @@ constexpr size_t kMaxMapsBytes = 4 << 20;  // a /proc/PID/maps beyond this is re
 constexpr uint64_t kRereadAfterNs = 500'000;  // a process's mappings are read at most this often
 constexpr uint64_t kUprobesPageX86 = 0x7fffffffe000;  // where x86-64 kernels put the uprobes' page
 
-// The mappings of files, the vDSO and the uprobes' page: what the modules and names are made from
-// (anonymous memory comes and goes with every malloc arena and JIT page, and changes neither).
+// The mappings of files with code (one mapped executable: each of its mappings, the headers' too),
+// the vDSO and the uprobes' page: what the modules and names are made from. Anonymous memory
+// comes and goes with every malloc arena and JIT page, and changes neither; a file of data only
+// (ld.so.cache, a locale archive) holds no pc, and as a module it would name the code mapped at
+// its place once it is gone (a library dlopen'd where ld.so.cache was at start).
 std::string file_mappings(std::string_view maps) {
+  auto path_of = [](std::string_view line) {
+    size_t at = line.find(" /");
+    return at == std::string_view::npos ? std::string_view() : line.substr(at + 1);
+  };
+  std::set<std::string_view> code;
+  for_each_line(maps, [&](std::string_view line) {
+    size_t perms = line.find(' ');
+    if (perms != std::string_view::npos && perms + 3 < line.size() && line[perms + 3] == 'x') {
+      if (std::string_view path = path_of(line); !path.empty()) code.insert(path);
+    }
+  });
   std::string out;
   for_each_line(maps, [&](std::string_view line) {
-    if (line.find(" /") != std::string_view::npos || line.ends_with("[vdso]") || line.ends_with("[uprobes]")) {
+    std::string_view path = path_of(line);
+    if ((!path.empty() && code.count(path)) || line.ends_with("[vdso]") || line.ends_with("[uprobes]")) {
       out += line;
       out += '\n';
     }
@@ -112,8 +128,18 @@ std::span<const char> own_vdso() {
   return image;
 }
 
-// The module's ELF: the file perf-monitor opened when it read the mappings (a dup: libdwfl
-// closes what it is given), or the vDSO's image. Files it could not open are left unnamed.
+// Whether only root can change the file: owned by root, writable by no group or other. libdwfl
+// maps the files it reads; a file another user can write could be truncated under that mapping,
+// and reading the mapping then is a SIGBUS that would end perf-monitor.
+bool only_root_writes(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+// The module's ELF: the file perf-monitor opened when it read the mappings, or the vDSO's image.
+// Files it could not open are left unnamed. A file only root can change goes to libdwfl to map
+// (a dup: libdwfl closes what it is given); any other is read, not mapped, through the held fd
+// (a file cut short since reads as an ELF that ends there).
 int find_elf(Dwfl_Module* /*mod*/, void** /*userdata*/, const char* name, Dwarf_Addr /*base*/, char** file_name,
              Elf** elfp) {
   if (g_current == nullptr || name == nullptr) return -1;
@@ -125,15 +151,38 @@ int find_elf(Dwfl_Module* /*mod*/, void** /*userdata*/, const char* name, Dwarf_
   }
   auto it = g_current->files.find(name);
   if (it == g_current->files.end() || !it->second || !*it->second) return -1;
-  int fd = ::fcntl(it->second->get(), F_DUPFD_CLOEXEC, 0);
+  int held = it->second->get();
+  if (!only_root_writes(held)) {
+    *elfp = elf_begin(held, ELF_C_READ, nullptr);  // read while the Process holds the fd
+    if (*elfp != nullptr && file_name != nullptr) *file_name = ::strdup(name);
+    return -1;
+  }
+  int fd = ::fcntl(held, F_DUPFD_CLOEXEC, 0);
   if (fd >= 0 && file_name != nullptr) *file_name = ::strdup(name);
+  return fd;
+}
+
+// Separate debug information (by build ID, .gnu_debuglink beside the binary or under
+// /usr/lib/debug): libdwfl maps it, so only a file only root can change is used.
+int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base, const char* file_name,
+                   const char* debuglink_file, GElf_Word debuglink_crc, char** debuginfo_file_name) {
+  int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                                        debuginfo_file_name);
+  if (fd >= 0 && !only_root_writes(fd)) {
+    ::close(fd);
+    if (debuginfo_file_name != nullptr) {
+      std::free(*debuginfo_file_name);
+      *debuginfo_file_name = nullptr;
+    }
+    return -1;
+  }
   return fd;
 }
 
 char* g_debuginfo_path = nullptr;
 const Dwfl_Callbacks kCallbacks = {
     .find_elf = find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = find_debuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = &g_debuginfo_path,
 };
@@ -344,8 +393,8 @@ Unwinder::Process* Unwinder::process(const Space& key, bool fresh) {
   std::string dir = fmt::format("/proc/{}", tgid);
   std::string maps;
   FileReader reader;
-  if (auto text = reader.read(dir + "/maps"); text) maps = std::string(text->substr(0, kMaxMapsBytes));
-  p->files_mapped = file_mappings(maps);
+  if (auto text = reader.read(dir + "/maps"); text) maps = file_mappings(text->substr(0, kMaxMapsBytes));
+  p->files_mapped = maps;
   // Each file once, opened through map_files by the range of its first mapping.
   for_each_line(maps, [&](std::string_view line) {
     std::string_view rest = line;
