@@ -214,6 +214,22 @@ TEST(InputBounds, LongFunctionNamesAreBounded) {
                      milliseconds(1000));
 }
 
+// A binary another user can write is read, not mapped (they could cut it short under a mapping:
+// a SIGBUS); a sparse one of gigabytes would be gigabytes of memory. Over 1 GiB it is refused
+// with one line, at once; the same file of root's own is mapped, and probed.
+TEST(InputBounds, AHugeBinaryOfAnotherUserIsNotRead) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: a file of another user";
+  std::string huge = temp_base() + "-huge";
+  ASSERT_EQ(run_shell(std::string("cp ") + PM_SHOP + " " + huge + " && truncate -s 1100M " + huge), 0);
+  EXPECT_EQ(::chown(huge.c_str(), 65534, 65534), 0);
+  expect_usage_error({"--probe", huge + ":shop::process_request", "list"}, "larger than 1 GiB and a user other than root can write it",
+                     milliseconds(1000));
+  EXPECT_EQ(::chown(huge.c_str(), 0, 0), 0);
+  Outcome o = run_pm({"--probe", huge + ":shop::process_request", "list"});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  ::unlink(huge.c_str());
+}
+
 // An xz bomb in .gnu_debugdata (78 KB decompressing to gigabytes) took 960 MB; now the
 // decompression stops at its bound with one line, and the peak memory stays small.
 TEST(InputBounds, DebugDataBombIsRefusedWithLittleMemory) {

@@ -21,6 +21,7 @@
 
 #include "core/fd.h"
 #include "core/text.h"
+#include "sources/probes/symbols.h"
 
 namespace pm::otel {
 namespace {
@@ -47,8 +48,7 @@ bool libelf_ready() { return elf_version(EV_CURRENT) != EV_NONE; }
 // ELF executable or library of this CPU.
 std::optional<Object> analyse(int fd) {
   if (!libelf_ready()) return std::nullopt;
-  // Read, not mapped (as symbols.cpp's open_elf: a file cut short under a mapping is a SIGBUS).
-  std::unique_ptr<Elf, int (*)(Elf*)> elf(elf_begin(fd, ELF_C_READ, nullptr), elf_end);
+  probes::ElfPtr elf = probes::begin_elf(fd);  // (never mapped where another user could cut it short)
   GElf_Ehdr eh;
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF || gelf_getclass(elf.get()) != ELFCLASS64 ||
       gelf_getehdr(elf.get(), &eh) == nullptr || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)) {

@@ -74,7 +74,7 @@ Status check_probeable(Elf* elf, std::string_view what) {
 
 struct ElfFile {
   UniqueFd fd;
-  std::unique_ptr<Elf, int (*)(Elf*)> elf{nullptr, elf_end};
+  ElfPtr elf;  // reads through fd (declared after it: ended before fd closes)
 };
 
 Status libelf_ready() {
@@ -82,9 +82,29 @@ Status libelf_ready() {
   return {};
 }
 
+}  // namespace
+
+void ElfDeleter::operator()(Elf* e) const { elf_end(e); }
+
+bool only_root_writes(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+ElfPtr begin_elf(int fd, uint64_t* read_bytes) {
+  if (read_bytes != nullptr) *read_bytes = 0;
+  struct stat st {};
+  if (elf_version(EV_CURRENT) == EV_NONE || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
+  if (only_root_writes(fd)) return ElfPtr(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
+  if (static_cast<uint64_t>(st.st_size) > kMaxReadElfBytes) return nullptr;
+  ElfPtr e(elf_begin(fd, ELF_C_READ, nullptr));
+  if (e && read_bytes != nullptr) *read_bytes = static_cast<uint64_t>(st.st_size);
+  return e;
+}
+
+namespace {
+
 // O_NONBLOCK: a FIFO put where the binary was does not hold start-up; it is refused below.
-// Read, not mapped: a file its owner cuts short while it is read ends the ELF there (through a
-// mapping it would be a SIGBUS, and perf-monitor would end).
 Result<ElfFile> open_elf(const std::string& path) {
   PM_TRY(libelf_ready());
   ElfFile f;
@@ -94,7 +114,11 @@ Result<ElfFile> open_elf(const std::string& path) {
   if (::fstat(f.fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return invalid(path + " is not a regular file: not an ELF executable or library");
   }
-  f.elf.reset(elf_begin(f.fd.get(), ELF_C_READ, nullptr));
+  f.elf = begin_elf(f.fd.get());
+  if (!f.elf && !only_root_writes(f.fd.get()) && static_cast<uint64_t>(st.st_size) > kMaxReadElfBytes) {
+    return invalid(path + " is larger than " + std::to_string(kMaxReadElfBytes >> 30) +
+                   " GiB and a user other than root can write it: not read (probe a copy of root's own)");
+  }
   if (!f.elf || elf_kind(f.elf.get()) != ELF_K_ELF) {
     return invalid(path + " is not an ELF executable or library");
   }

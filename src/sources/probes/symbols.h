@@ -16,6 +16,11 @@
 #include "core/error.h"
 #include "core/fd.h"
 
+// libelf's handle (libelf.h).
+extern "C" {
+typedef struct Elf Elf;
+}
+
 namespace pm::probes {
 
 // "BIN:FUNC", "BIN:ns::Class::f(int)", "BIN:f:arg2". C++ names keep their "::"; a trailing
@@ -90,6 +95,21 @@ struct ResolvedProbe {
 };
 // Finds the binary, opens it once and reads symbols and offset from that open file.
 Result<ResolvedProbe> resolve_probe(const ProbeSpec& spec);
+
+// libelf's reader of the ELF file open at `fd`, such that no other user can end perf-monitor
+// through it. A file only root can change (owned by root, writable by no group or other) is
+// mapped: read as it is used, shared with the page cache. Any other is read into memory as its
+// sections are used, never mapped: its owner could truncate it under a mapping, and the next read
+// of the mapping would be a SIGBUS; read, a file cut short ends there. Such a file larger than
+// kMaxReadElfBytes (a sparse file's holes read as zeros, all of them) is not read: nullptr, as for
+// a file that is no ELF. `read_bytes`, where given, gets the size of a file read (0 if mapped).
+struct ElfDeleter {
+  void operator()(Elf* e) const;
+};
+using ElfPtr = std::unique_ptr<Elf, ElfDeleter>;
+constexpr uint64_t kMaxReadElfBytes = 1ULL << 30;
+bool only_root_writes(int fd);
+ElfPtr begin_elf(int fd, uint64_t* read_bytes = nullptr);
 
 // The names of the ELF file's USDT probes (.note.stapsdt) of `provider`, each once.
 std::vector<std::string> usdt_probes(const std::string& path, std::string_view provider);

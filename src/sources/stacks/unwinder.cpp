@@ -93,9 +93,8 @@ struct Unwinder::Process {
   const UserState* current = nullptr;
   std::unordered_map<uint64_t, Named> names;  // by pc (as looked up: a return address less 1)
   uint64_t used = 0;
-  ~Process() {
-    if (dwfl != nullptr) dwfl_end(dwfl);
-  }
+  uint64_t read_elf_bytes = 0;  // of files read, not mapped (find_elf)
+  ~Process();
 };
 
 namespace {
@@ -128,18 +127,26 @@ std::span<const char> own_vdso() {
   return image;
 }
 
-// Whether only root can change the file: owned by root, writable by no group or other. libdwfl
-// maps the files it reads; a file another user can write could be truncated under that mapping,
-// and reading the mapping then is a SIGBUS that would end perf-monitor.
-bool only_root_writes(int fd) {
-  struct stat st {};
-  return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+// Bytes of files another user can write that the processes' modules read into memory (those
+// files are never mapped: probes::begin_elf), and the most they may: past it, such files are not
+// read, and their frames are named by file and offset.
+uint64_t g_read_elf_bytes = 0;
+constexpr uint64_t kMaxReadElfTotal = 2ULL << 30;
+
+}  // namespace
+
+Unwinder::Process::~Process() {
+  if (dwfl != nullptr) dwfl_end(dwfl);
+  g_read_elf_bytes -= std::min(g_read_elf_bytes, read_elf_bytes);
 }
+
+namespace {
 
 // The module's ELF: the file perf-monitor opened when it read the mappings, or the vDSO's image.
 // Files it could not open are left unnamed. A file only root can change goes to libdwfl to map
 // (a dup: libdwfl closes what it is given); any other is read, not mapped, through the held fd
-// (a file cut short since reads as an ELF that ends there).
+// (a file its owner cuts short since reads as an ELF that ends there; through a mapping it
+// would be a SIGBUS).
 int find_elf(Dwfl_Module* /*mod*/, void** /*userdata*/, const char* name, Dwarf_Addr /*base*/, char** file_name,
              Elf** elfp) {
   if (g_current == nullptr || name == nullptr) return -1;
@@ -152,8 +159,13 @@ int find_elf(Dwfl_Module* /*mod*/, void** /*userdata*/, const char* name, Dwarf_
   auto it = g_current->files.find(name);
   if (it == g_current->files.end() || !it->second || !*it->second) return -1;
   int held = it->second->get();
-  if (!only_root_writes(held)) {
-    *elfp = elf_begin(held, ELF_C_READ, nullptr);  // read while the Process holds the fd
+  if (!probes::only_root_writes(held)) {
+    struct stat st {};
+    if (::fstat(held, &st) != 0 || g_read_elf_bytes + static_cast<uint64_t>(st.st_size) > kMaxReadElfTotal) return -1;
+    uint64_t bytes = 0;
+    *elfp = probes::begin_elf(held, &bytes).release();  // reads while the Process holds the fd
+    g_current->read_elf_bytes += bytes;
+    g_read_elf_bytes += bytes;
     if (*elfp != nullptr && file_name != nullptr) *file_name = ::strdup(name);
     return -1;
   }
@@ -168,7 +180,7 @@ int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf
                    const char* debuglink_file, GElf_Word debuglink_crc, char** debuginfo_file_name) {
   int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
                                         debuginfo_file_name);
-  if (fd >= 0 && !only_root_writes(fd)) {
+  if (fd >= 0 && !probes::only_root_writes(fd)) {
     ::close(fd);
     if (debuginfo_file_name != nullptr) {
       std::free(*debuginfo_file_name);
